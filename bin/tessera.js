@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+// The `tessera` command. Runs the compiled CLI; `npm ci` (prepare) and `npm start` build it.
+import { existsSync } from 'node:fs';
+
+const entry = new URL('../dist/cli/main.js', import.meta.url);
+if (!existsSync(entry)) {
+  process.stderr.write('tessera: not built yet; run `npm run build` first\n');
+  process.exit(1);
+}
+await import(entry.href);

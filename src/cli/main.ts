@@ -1,0 +1,238 @@
+// `tessera`: the operator's command line. Thin: parse arguments, then call the same services
+// the HTTP API uses, on the store named by DATABASE_URL.
+
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { Value } from 'typebox/value';
+import { createServices } from '../app.js';
+import { systemClock } from '../clock.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { registerTypeBoxFormats } from '../http/formats.js';
+import { toApiKeyResource } from '../modules/api-keys/api-keys.routes.js';
+import { CreateApiKeyBody } from '../modules/api-keys/api-keys.schemas.js';
+import { ProblemError } from '../problems.js';
+import { isRole } from '../roles.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
+
+const USAGE = `Usage: tessera <command>
+
+Commands:
+  serve                                   serve the API (what npm start runs)
+  migrate                                 apply pending database migrations
+  keys create --name N --roles r1,r2 [--applications a,b] [--expires-in 30d] [--json]
+                                          create an API key and print its secret once
+  keys list [--json]                      list API keys (never their secrets)
+  keys revoke ID                          revoke an API key
+
+The database is DATABASE_URL (default sqlite:./data/tessera.db).`;
+
+/** A mistake in the command line: reported in one line, exit code 2. */
+class UsageError extends Error {}
+
+const DURATION = /^([1-9][0-9]{0,8})([smhdw])$/;
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
+
+function parseDuration(text: string): number {
+  const match = DURATION.exec(text);
+  if (match === null) {
+    throw new UsageError(
+      `--expires-in must be a number and a unit (s, m, h, d, w), e.g. 30d; got "${text}"`,
+    );
+  }
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+}
+
+function splitList(text: string): string[] {
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(loadConfig().database);
+  try {
+    await store.migrate();
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function servicesFor(store: Store) {
+  return createServices({ store, clock: systemClock, log: pino({ level: 'silent' }) });
+}
+
+async function createKey(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      name: { type: 'string' },
+      roles: { type: 'string' },
+      applications: { type: 'string' },
+      'expires-in': { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.name === undefined) throw new UsageError('keys create needs --name');
+  if (values.roles === undefined)
+    throw new UsageError('keys create needs --roles (e.g. users:read,users:write)');
+  const roles = splitList(values.roles);
+  const unknown = roles.filter((role) => !isRole(role));
+  if (unknown.length > 0) throw new UsageError(`unknown role(s): ${unknown.join(', ')}`);
+  const applications = values.applications === undefined ? null : splitList(values.applications);
+  const body = {
+    name: values.name,
+    roles,
+    applications,
+    expires_at: null,
+  };
+  if (!Value.Check(CreateApiKeyBody, body)) {
+    const first = Value.Errors(CreateApiKeyBody, body)[0];
+    throw new UsageError(
+      `invalid key: ${first?.instancePath.slice(1) ?? ''} ${first?.message ?? ''}`.trim(),
+    );
+  }
+  const expiresIn = values['expires-in'] === undefined ? null : parseDuration(values['expires-in']);
+
+  const issued = await withStore((store) =>
+    servicesFor(store).apiKeys.createApiKey('operator', {
+      name: values.name!.trim(),
+      roles: roles.filter(isRole),
+      applications,
+      expiresAt: expiresIn === null ? null : systemClock.now() + expiresIn,
+    }),
+  );
+  const resource = toApiKeyResource(issued.record);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ...resource, key: issued.secret }, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(
+    [
+      `Created API key ${resource.id} (${resource.name})`,
+      `  roles:        ${resource.roles.join(', ')}`,
+      `  applications: ${resource.applications?.join(', ') ?? 'all'}`,
+      `  expires:      ${resource.expires_at ?? 'never'}`,
+      '',
+      'Secret (shown only now; store it safely):',
+      issued.secret,
+      '',
+    ].join('\n'),
+  );
+}
+
+async function listKeys(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: false,
+  });
+  const keys = await withStore(async (store) => {
+    const apiKeys = servicesFor(store).apiKeys;
+    const all = [];
+    let after: string | null = null;
+    for (;;) {
+      const page = await apiKeys.listApiKeys('operator', after, 1000);
+      all.push(...page.items);
+      if (!page.hasMore) return all;
+      after = page.items.at(-1)!.id;
+    }
+  });
+  const resources = keys.map(toApiKeyResource);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(resources, null, 2)}\n`);
+    return;
+  }
+  if (resources.length === 0) {
+    process.stdout.write('No API keys.\n');
+    return;
+  }
+  const rows = resources.map((key) => [
+    key.id,
+    key.name,
+    key.roles.join(','),
+    key.applications?.join(',') ?? 'all',
+    key.expires_at ?? 'never',
+    key.last_used_at ?? 'never',
+  ]);
+  const header = ['ID', 'NAME', 'ROLES', 'APPLICATIONS', 'EXPIRES', 'LAST USED'];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  for (const row of [header, ...rows]) {
+    process.stdout.write(
+      `${row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
+  }
+}
+
+async function revokeKey(args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('keys revoke takes exactly one key id');
+  const id = positionals[0]!;
+  await withStore((store) => servicesFor(store).apiKeys.revokeApiKey('operator', id));
+  process.stdout.write(`Revoked API key ${id}.\n`);
+}
+
+async function migrate(args: string[]): Promise<void> {
+  parseArgs({ args, options: {}, strict: true, allowPositionals: false });
+  await withStore(async () => {});
+  process.stdout.write('The database schema is up to date.\n');
+}
+
+async function run(argv: string[]): Promise<void> {
+  const [command, subcommand, ...rest] = argv;
+  registerTypeBoxFormats();
+  switch (command) {
+    case 'serve':
+      if (argv.length > 1)
+        throw new UsageError('serve takes no arguments; configure it with environment variables');
+      await import('../main.js');
+      return;
+    case 'migrate':
+      return migrate(argv.slice(1));
+    case 'keys':
+      if (subcommand === 'create') return createKey(rest);
+      if (subcommand === 'list') return listKeys(rest);
+      if (subcommand === 'revoke') return revokeKey(rest);
+      throw new UsageError(
+        `keys needs create, list or revoke${subcommand ? `, not "${subcommand}"` : ''}`,
+      );
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    case undefined:
+      throw new UsageError('a command is needed (serve, migrate, keys); see tessera --help');
+    default:
+      throw new UsageError(`unknown command "${command}"; see tessera --help`);
+  }
+}
+
+try {
+  await run(process.argv.slice(2));
+} catch (error) {
+  // parseArgs reports unknown or malformed options with these codes.
+  const code = (error as { code?: unknown }).code;
+  const isUsage =
+    error instanceof UsageError ||
+    error instanceof ConfigError ||
+    (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'));
+  const message =
+    error instanceof ProblemError
+      ? error.detail
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  process.stderr.write(`tessera: ${message}\n`);
+  process.exitCode = isUsage ? 2 : 1;
+}

@@ -1,0 +1,71 @@
+// Authentication and authorisation of API calls, decided in onRequest: before the body is
+// read, before validation, before any lookup. A route states the role it needs in its config.
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { problem } from '../problems.js';
+import type { Role } from '../roles.js';
+import type { ApiKeyRecord } from '../store/store.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The role a caller's API key must carry; routes without one are public. */
+    role?: Role;
+  }
+  interface FastifyRequest {
+    /** The authenticated caller; set on every route that declares a role. */
+    apiKey: ApiKeyRecord | null;
+  }
+}
+
+export type Authenticate = (secret: string) => Promise<ApiKeyRecord | undefined>;
+
+// RFC 9110 credentials: an auth-scheme token, one or more spaces, then the key.
+const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) +([\x21-\x7e]+)$/;
+
+/** The key from `Authorization: apikey <KEY>` (scheme case-insensitive), or null. */
+export function parseApiKeyHeader(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const match = CREDENTIALS.exec(header);
+  if (match === null || match[1]!.toLowerCase() !== 'apikey') return null;
+  return match[2]!;
+}
+
+function unauthenticated() {
+  // Uniform on purpose: never say whether the key was missing, unknown, revoked or expired.
+  return problem('unauthenticated', 'A valid API key is required: Authorization: apikey <KEY>.', {
+    headers: { 'www-authenticate': 'apikey' },
+  });
+}
+
+/** The client_ids a caller may act on, or null for every application. */
+export function allowedApplications(request: FastifyRequest): readonly string[] | null {
+  return request.apiKey?.applications ?? null;
+}
+
+/** 403 unless the caller's key may act on this application. Call before any lookup. */
+export function assertApplicationAllowed(request: FastifyRequest, clientId: string): void {
+  const allowed = allowedApplications(request);
+  if (allowed !== null && !allowed.includes(clientId)) {
+    throw problem('forbidden', 'This API key is restricted to other applications.');
+  }
+}
+
+export function registerAuthentication(app: FastifyInstance, authenticate: Authenticate): void {
+  app.decorateRequest('apiKey', null);
+  app.addHook('onRequest', async function authorizeRequest(request) {
+    const role = request.routeOptions.config.role;
+    if (role === undefined) return;
+    const secret = parseApiKeyHeader(request.headers.authorization);
+    if (secret === null) throw unauthenticated();
+    const key = await authenticate(secret);
+    if (key === undefined) throw unauthenticated();
+    request.apiKey = key;
+    if (!key.roles.includes(role)) {
+      throw problem('forbidden', `This API key lacks the role ${role}.`);
+    }
+    // Checked before any lookup so a restricted key cannot learn whether another
+    // application exists.
+    const clientId = (request.params as { client_id?: unknown }).client_id;
+    if (typeof clientId === 'string') assertApplicationAllowed(request, clientId);
+  });
+}

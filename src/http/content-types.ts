@@ -1,0 +1,84 @@
+// Request bodies: JSON only, parsed safely. `application/json` everywhere;
+// `application/merge-patch+json` (RFC 7396) on PATCH, which also takes plain JSON.
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import secureJson from 'secure-json-parse';
+import { problem } from '../problems.js';
+
+export const JSON_MEDIA_TYPE = 'application/json';
+export const MERGE_PATCH_MEDIA_TYPE = 'application/merge-patch+json';
+
+/** Deeper documents are refused before parsing: no resource needs them, and deep nesting is a DoS vector. */
+export const MAX_JSON_DEPTH = 64;
+
+function mediaTypeOf(request: FastifyRequest): { type: string; charset: string | null } {
+  const [type = '', ...parameters] = (request.headers['content-type'] ?? '').split(';');
+  let charset: string | null = null;
+  for (const parameter of parameters) {
+    const [name, value] = parameter.split('=').map((part) => part.trim());
+    if (name?.toLowerCase() === 'charset' && value !== undefined) {
+      charset = value.replace(/^"(.*)"$/, '$1').toLowerCase();
+    }
+  }
+  return { type: type.trim().toLowerCase(), charset };
+}
+
+/** True when the JSON text nests arrays/objects deeper than `limit` (strings are skipped). */
+export function exceedsJsonDepth(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 0x5c)
+        index++; // backslash: skip the escaped character
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) {
+      inString = true;
+    } else if (code === 0x7b || code === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (code === 0x7d || code === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+function parseJsonBody(request: FastifyRequest, body: string | Buffer): unknown {
+  const { charset } = mediaTypeOf(request);
+  if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
+    throw problem('unsupported-media-type', `Only UTF-8 JSON is accepted, not charset=${charset}.`);
+  }
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  if (text.trim() === '') {
+    throw problem('malformed-request', 'The request body is empty; send a JSON document.');
+  }
+  if (exceedsJsonDepth(text, MAX_JSON_DEPTH)) {
+    throw problem(
+      'malformed-request',
+      `JSON nested deeper than ${MAX_JSON_DEPTH} levels is not accepted.`,
+    );
+  }
+  try {
+    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    throw problem('malformed-request', `The body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+export function registerJsonBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
+    { parseAs: 'string' },
+    async function parseJson(request: FastifyRequest, body: string | Buffer) {
+      return parseJsonBody(request, body);
+    },
+  );
+  app.addHook('preValidation', async function requireJsonMediaType(request) {
+    if (request.body === undefined || request.method === 'PATCH') return;
+    if (mediaTypeOf(request).type !== JSON_MEDIA_TYPE) {
+      throw problem('unsupported-media-type', `Send the body as ${JSON_MEDIA_TYPE}.`);
+    }
+  });
+}

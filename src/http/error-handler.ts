@@ -1,0 +1,127 @@
+// The one error handler. Whatever fails — validation, a service, the store, Fastify itself,
+// an unknown route — leaves as RFC 9457 problem details. A 5xx never shows its cause: the
+// log gets the error, the client gets the request id to quote.
+
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type ProblemError, invalid, problem, toProblemBody } from '../problems.js';
+import { DuplicateError, MissingParentError, StoreUnavailableError } from '../store/errors.js';
+import { isDebugEnabled } from './logging.js';
+import { requestPath } from './request-path.js';
+import type { RouteIndex } from './route-index.js';
+import { toInvalidParams } from './validation.js';
+
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+
+/** Seconds a client should wait before retrying after the store was unavailable. */
+const STORE_RETRY_AFTER_SECONDS = 2;
+
+const fastifyCodes: Record<string, (error: FastifyError) => ProblemError> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    problem('unsupported-media-type', 'Send the body as application/json.'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () =>
+    problem('payload-too-large', 'The request body exceeds the limit of 256 KiB.'),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
+    problem('malformed-request', 'The request body is empty; send a JSON document.'),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
+    problem('malformed-request', 'Content-Length does not match the body.'),
+  FST_ERR_BAD_URL: () => problem('malformed-request', 'The URL is not validly percent-encoded.'),
+  FST_ERR_MAX_PARAM_LENGTH: () => problem('malformed-request', 'A path segment is too long.'),
+};
+
+const statusKinds: Record<number, Parameters<typeof problem>[0]> = {
+  400: 'malformed-request',
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not-found',
+  405: 'method-not-allowed',
+  409: 'conflict',
+  412: 'precondition-failed',
+  413: 'payload-too-large',
+  415: 'unsupported-media-type',
+  429: 'rate-limited',
+  431: 'headers-too-large',
+  503: 'store-unavailable',
+};
+
+/** Any error → the problem to send. */
+export function toProblem(error: unknown): ProblemError {
+  if (error instanceof Error && error.name === 'ProblemError') return error as ProblemError;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation !== undefined) {
+    return invalid(
+      toInvalidParams(fastifyError.validation as never, fastifyError.validationContext ?? 'body'),
+    );
+  }
+  if (error instanceof StoreUnavailableError) {
+    const detail =
+      error.scope === 'writes'
+        ? 'The database cannot accept changes right now (out of space or read-only); reads still work. Retry later.'
+        : 'The database is unavailable; retry shortly.';
+    return problem('store-unavailable', detail, {
+      headers: { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) },
+      cause: error,
+    });
+  }
+  if (error instanceof DuplicateError) return problem('conflict', 'The resource already exists.');
+  if (error instanceof MissingParentError)
+    return problem('not-found', 'The application does not exist.');
+  const byCode = fastifyError.code === undefined ? undefined : fastifyCodes[fastifyError.code];
+  if (byCode !== undefined) return byCode(fastifyError);
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return problem(statusKinds[status] ?? 'malformed-request', fastifyError.message);
+  }
+  return problem('internal', 'An unexpected error occurred.', { cause: error });
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, failure: ProblemError) {
+  const body = toProblemBody(failure, requestPath(request));
+  if (failure.status === 500) body.detail = `${failure.detail} Quote request id ${request.id}.`;
+  return reply.status(failure.status).headers(failure.headers).type(PROBLEM_MEDIA_TYPE).send(body);
+}
+
+export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex): void {
+  // Fastify appends "; charset=utf-8" to every JSON-like type; application/problem+json is
+  // registered without parameters (RFC 9457, RFC 8259), so send it exactly.
+  app.addHook('onSend', function sendProblemMediaType(_request, reply, payload, done) {
+    if (reply.statusCode >= 400) {
+      const type = reply.getHeader('content-type');
+      if (typeof type === 'string' && type.startsWith(PROBLEM_MEDIA_TYPE)) {
+        reply.header('content-type', PROBLEM_MEDIA_TYPE);
+      }
+    }
+    done(null, payload);
+  });
+
+  app.setErrorHandler(function handleError(error, request, reply) {
+    const failure = toProblem(error);
+    if (failure.status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    } else if (isDebugEnabled(request.log)) {
+      request.log.debug({ problem: failure.kind, detail: failure.detail }, 'request refused');
+    }
+    return sendProblem(request, reply, failure);
+  });
+
+  app.setNotFoundHandler(function handleUnknownRoute(request, reply) {
+    const allowed = routes.allowedMethods(requestPath(request));
+    if (allowed.length > 0) {
+      return sendProblem(
+        request,
+        reply,
+        problem(
+          'method-not-allowed',
+          `${request.method} is not supported here; use ${allowed.join(', ')}.`,
+          {
+            headers: { allow: allowed.join(', ') },
+          },
+        ),
+      );
+    }
+    return sendProblem(
+      request,
+      reply,
+      problem('not-found', `No route ${request.method} ${requestPath(request)}.`),
+    );
+  });
+}

@@ -1,0 +1,124 @@
+// Request validation: Ajv configured to refuse rather than repair. Bodies are never coerced
+// ("60" is not 60, a string is not a one-element array) and unknown members are rejected,
+// not dropped. Query strings and path parameters arrive as text, so only they are coerced.
+
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { InvalidParam } from '../problems.js';
+import { stringFormats } from './formats.js';
+
+/** Schema annotation: the rule a string must follow, in words, used as the error detail. */
+export const RULE_KEYWORD = 'x-rule';
+
+function createAjv(coerceTypes: boolean): Ajv {
+  const options: Options = {
+    allErrors: true,
+    coerceTypes,
+    useDefaults: false,
+    removeAdditional: false,
+    allowUnionTypes: true,
+    verbose: true,
+    addUsedSchema: false,
+    strict: true,
+  };
+  const ajv = new Ajv(options);
+  for (const [name, validate] of Object.entries(stringFormats)) {
+    ajv.addFormat(name, { type: 'string', validate });
+  }
+  ajv.addKeyword({ keyword: RULE_KEYWORD, schemaType: 'string' });
+  return ajv;
+}
+
+export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = createAjv(false);
+  const coercing = createAjv(true);
+  return function compileValidator({ schema, httpPart }) {
+    return (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  };
+}
+
+export type ValidationContext = 'body' | 'querystring' | 'params' | 'headers' | string;
+
+/** Ajv errors → RFC 9457 `errors` entries: a JSON Pointer for the body, a name otherwise. */
+export function toInvalidParams(errors: ErrorObject[], context: ValidationContext): InvalidParam[] {
+  const seen = new Set<string>();
+  const result: InvalidParam[] = [];
+  for (const error of errors) {
+    const path = locate(error);
+    const detail = describe(error, context);
+    const key = `${path}\u0000${detail}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (context === 'body') result.push({ pointer: path, detail });
+    else if (context === 'headers') result.push({ header: path.split('/')[1] ?? '', detail });
+    else result.push({ parameter: decodePointerToken(path.split('/')[1] ?? ''), detail });
+  }
+  return result;
+}
+
+function locate(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === 'required') {
+    return `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`;
+  }
+  if (error.keyword === 'additionalProperties') {
+    return `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`;
+  }
+  return error.instancePath;
+}
+
+function describe(error: ErrorObject, context: ValidationContext): string {
+  const params = error.params as Record<string, unknown>;
+  const rule = (error.parentSchema as Record<string, unknown> | undefined)?.[RULE_KEYWORD];
+  switch (error.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return context === 'body' ? 'is not a known field' : 'is not a known parameter';
+    case 'type':
+      return `must be ${describeTypes(params.type)}`;
+    case 'minLength':
+      return `must be at least ${String(params.limit)} character${params.limit === 1 ? '' : 's'} long`;
+    case 'maxLength':
+      return `must be at most ${String(params.limit)} characters long`;
+    case 'minimum':
+      return `must be at least ${String(params.limit)}`;
+    case 'maximum':
+      return `must be at most ${String(params.limit)}`;
+    case 'minItems':
+      return `must have at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`;
+    case 'maxItems':
+      return `must have at most ${String(params.limit)} items`;
+    case 'uniqueItems':
+      return `must not contain duplicates (items ${String(params.j)} and ${String(params.i)} are equal)`;
+    case 'enum':
+      return `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'pattern':
+    case 'format':
+    case 'not':
+      if (typeof rule === 'string') return `must be ${rule}`;
+      return error.keyword === 'format'
+        ? `must be a valid ${String(params.format)}`
+        : 'has an invalid form';
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
+function describeTypes(type: unknown): string {
+  const names = (Array.isArray(type) ? type : [type]).map((name) => {
+    if (name === 'null') return 'null';
+    if (name === 'integer') return 'an integer';
+    if (name === 'array' || name === 'object') return `an ${String(name)}`;
+    return `a ${String(name)}`;
+  });
+  return names.join(' or ');
+}
+
+function escapePointerToken(token: string): string {
+  return token.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+function decodePointerToken(token: string): string {
+  return token.replaceAll('~1', '/').replaceAll('~0', '~');
+}

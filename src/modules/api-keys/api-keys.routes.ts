@@ -1,0 +1,175 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type CursorCodec, invalidCursor, linkNextPage } from '../../http/pagination.js';
+import { formatEtag, ifNoneMatchMatches } from '../../http/preconditions.js';
+import { requestPath } from '../../http/request-path.js';
+import {
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  NoContent,
+  NoQuery,
+  NotModified,
+  apiKeySecurity,
+  problemResponses,
+  toTimestamp,
+} from '../../http/schemas.js';
+import type { ApiKeyRecord } from '../../store/store.js';
+import {
+  ApiKey,
+  ApiKeyPage,
+  ApiKeyParams,
+  CreateApiKeyBody,
+  CreatedApiKey,
+  ListApiKeysQuery,
+} from './api-keys.schemas.js';
+import { type ApiKeysService, type KeyCaller, apiKeyVersion } from './api-keys.service.js';
+
+const tags = ['api-keys'];
+const CURSOR_SCOPE = 'api-keys';
+
+function toTimestampOrNull(epochMillis: number | null): string | null {
+  return epochMillis === null ? null : toTimestamp(epochMillis);
+}
+
+export function toApiKeyResource(key: ApiKeyRecord): ApiKey {
+  return {
+    id: key.id,
+    name: key.name,
+    roles: key.roles,
+    applications: key.applications,
+    created_at: toTimestamp(key.createdAt),
+    updated_at: toTimestamp(key.updatedAt),
+    expires_at: toTimestampOrNull(key.expiresAt),
+    last_used_at: toTimestampOrNull(key.lastUsedAt),
+  };
+}
+
+function callerOf(request: FastifyRequest): KeyCaller {
+  // Every route here declares a role, so authentication has set the key.
+  return request.apiKey!;
+}
+
+export function registerApiKeyRoutes(
+  app: FastifyInstance,
+  deps: { apiKeys: ApiKeysService; cursors: CursorCodec },
+): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { apiKeys, cursors } = deps;
+
+  api.post(
+    '/api-keys',
+    {
+      config: { role: 'keys:write' },
+      schema: {
+        tags,
+        operationId: 'createApiKey',
+        summary: 'Create an API key',
+        description:
+          'The secret is in `key`, in this response only. A key can grant only a subset of its own ' +
+          'roles, applications and lifetime.',
+        security: apiKeySecurity,
+        querystring: NoQuery,
+        body: CreateApiKeyBody,
+        response: { 201: CreatedApiKey, ...problemResponses(403, 413, 415) },
+      },
+    },
+    async function createApiKey(request, reply) {
+      const { name, roles, applications = null, expires_at: expiresAt = null } = request.body;
+      const issued = await apiKeys.createApiKey(callerOf(request), {
+        name: name.trim(),
+        roles,
+        applications,
+        expiresAt: expiresAt === null ? null : Date.parse(expiresAt),
+      });
+      return reply
+        .code(201)
+        .header('location', `${requestPath(request)}/${issued.record.id}`)
+        .header('etag', formatEtag(apiKeyVersion(issued.record)))
+        .header('cache-control', 'no-store')
+        .send({ ...toApiKeyResource(issued.record), key: issued.secret });
+    },
+  );
+
+  api.get(
+    '/api-keys',
+    {
+      config: { role: 'keys:read' },
+      schema: {
+        tags,
+        operationId: 'listApiKeys',
+        summary: 'List API keys, oldest first',
+        description: 'A restricted key sees only keys restricted within its own applications.',
+        security: apiKeySecurity,
+        querystring: ListApiKeysQuery,
+        response: { 200: ApiKeyPage, ...problemResponses(403) },
+      },
+    },
+    async function listApiKeys(request, reply) {
+      const { limit = 100, cursor, include_total: includeTotal } = request.query;
+      let after: string | null = null;
+      if (cursor !== undefined) {
+        const position = cursors.decode(CURSOR_SCOPE, cursor);
+        if (typeof position !== 'string') throw invalidCursor();
+        after = position;
+      }
+      const caller = callerOf(request);
+      const page = await apiKeys.listApiKeys(caller, after, limit);
+      const last = page.items.at(-1);
+      const nextCursor =
+        page.hasMore && last !== undefined ? cursors.encode(CURSOR_SCOPE, last.id) : null;
+      linkNextPage(request, reply, nextCursor);
+      return {
+        items: page.items.map(toApiKeyResource),
+        next_cursor: nextCursor,
+        ...(includeTotal === true ? { total: await apiKeys.countApiKeys(caller) } : {}),
+      };
+    },
+  );
+
+  api.get(
+    '/api-keys/:id',
+    {
+      config: { role: 'keys:read' },
+      schema: {
+        tags,
+        operationId: 'getApiKey',
+        summary: 'Get an API key (never its secret)',
+        security: apiKeySecurity,
+        params: ApiKeyParams,
+        querystring: NoQuery,
+        headers: IfNoneMatchHeaders,
+        response: { 200: ApiKey, 304: NotModified, ...problemResponses(403, 404) },
+      },
+    },
+    async function getApiKey(request, reply) {
+      const key = await apiKeys.findApiKey(callerOf(request), request.params.id);
+      const etag = formatEtag(apiKeyVersion(key));
+      if (ifNoneMatchMatches(request.headers['if-none-match'], apiKeyVersion(key))) {
+        return reply.code(304).header('etag', etag).send(null);
+      }
+      return reply.header('etag', etag).send(toApiKeyResource(key));
+    },
+  );
+
+  api.delete(
+    '/api-keys/:id',
+    {
+      config: { role: 'keys:write' },
+      schema: {
+        tags,
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
+        description: 'Takes effect on every instance within one second.',
+        security: apiKeySecurity,
+        params: ApiKeyParams,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        response: { 204: NoContent, ...problemResponses(403, 404, 412) },
+      },
+    },
+    async function revokeApiKey(request, reply) {
+      await apiKeys.revokeApiKey(callerOf(request), request.params.id, request.headers['if-match']);
+      return reply.code(204).send(null);
+    },
+  );
+}

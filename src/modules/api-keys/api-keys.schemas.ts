@@ -1,0 +1,76 @@
+import { type Static, Type } from 'typebox';
+import {
+  Nullable,
+  Page,
+  PageQueryProperties,
+  StringEnum,
+  Timestamp,
+  TrimmedText,
+} from '../../http/schemas.js';
+import { ROLES } from '../../roles.js';
+import { ClientId } from '../applications/applications.schemas.js';
+
+export const RoleName = StringEnum(ROLES);
+
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: TrimmedText(200, { description: 'What the key is for; stored trimmed.' }),
+    roles: Type.Array(RoleName, {
+      minItems: 1,
+      maxItems: ROLES.length,
+      uniqueItems: true,
+      description: "A subset of the calling key's roles.",
+    }),
+    applications: Type.Optional(
+      Nullable(
+        Type.Array(ClientId, {
+          minItems: 1,
+          maxItems: 1000,
+          uniqueItems: true,
+          description:
+            'Restrict the key to these applications; null: all (only for unrestricted callers).',
+        }),
+      ),
+    ),
+    expires_at: Type.Optional(
+      Nullable(
+        Type.String({
+          format: 'date-time',
+          description: 'RFC 3339; in the future. Null: never (only for callers that never expire).',
+        }),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+
+const apiKeyProperties = {
+  id: Type.String(),
+  name: Type.String(),
+  roles: Type.Array(Type.String()),
+  applications: Nullable(Type.Array(Type.String())),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  expires_at: Nullable(Timestamp),
+  last_used_at: Nullable(Timestamp),
+};
+
+export const ApiKey = Type.Object(apiKeyProperties);
+export type ApiKey = Static<typeof ApiKey>;
+
+export const CreatedApiKey = Type.Object({
+  ...apiKeyProperties,
+  key: Type.String({
+    description: 'The secret, `tsr_` + 256 random bits. Shown only in this response.',
+  }),
+});
+
+export const ApiKeyParams = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64 }) },
+  { additionalProperties: false },
+);
+
+export const ListApiKeysQuery = Type.Object(PageQueryProperties, { additionalProperties: false });
+
+export const ApiKeyPage = Page(ApiKey);

@@ -1,0 +1,255 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { Clock } from '../../clock.js';
+import { deleteConditionally } from '../../http/preconditions.js';
+import { invalid, problem } from '../../problems.js';
+import { ROLES, type Role } from '../../roles.js';
+import { DuplicateError } from '../../store/errors.js';
+import type { ApiKeyRecord, Store } from '../../store/store.js';
+import { type ApiKeyAuthenticator, digestSecret } from './api-key-authenticator.js';
+
+/** The prefix lets secret scanners (GitHub, GitGuardian, trufflehog) recognise a leaked key. */
+export const API_KEY_PREFIX = 'tsr_';
+
+export interface NewApiKey {
+  name: string;
+  roles: readonly Role[];
+  applications: readonly string[] | null;
+  expiresAt: number | null;
+}
+
+export interface IssuedApiKey {
+  record: ApiKeyRecord;
+  /** The secret. It exists only here: the store keeps its SHA-256 digest. */
+  secret: string;
+}
+
+export interface ApiKeyPage {
+  items: ApiKeyRecord[];
+  hasMore: boolean;
+}
+
+/** The caller acting on keys: an authenticated API key, or the operator (CLI, start-up). */
+export type KeyCaller = ApiKeyRecord | 'operator';
+
+/** 256 random bits, base64url, behind the recognisable prefix. */
+export function generateSecret(): string {
+  return API_KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** Strong ETag of a key: keys have no stored version, so it is derived from the representation. */
+export function apiKeyVersion(key: ApiKeyRecord): string {
+  return createHash('sha256')
+    .update(
+      JSON.stringify([
+        key.id,
+        key.name,
+        key.roles,
+        key.applications,
+        key.createdAt,
+        key.updatedAt,
+        key.expiresAt,
+        key.lastUsedAt,
+      ]),
+    )
+    .digest('base64url')
+    .slice(0, 22);
+}
+
+/** Whether `caller` may see or revoke `key`: its restriction must lie within the caller's. */
+function isVisibleTo(caller: KeyCaller, key: ApiKeyRecord): boolean {
+  if (caller === 'operator' || caller.applications === null) return true;
+  const allowed = caller.applications;
+  return key.applications !== null && key.applications.every((id) => allowed.includes(id));
+}
+
+const SCAN_PAGE = 500;
+
+export class ApiKeysService {
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; authenticator: ApiKeyAuthenticator },
+  ) {}
+
+  async createApiKey(caller: KeyCaller, input: NewApiKey): Promise<IssuedApiKey> {
+    const now = this.deps.clock.now();
+    if (input.expiresAt !== null && input.expiresAt <= now) {
+      throw invalid([{ pointer: '/expires_at', detail: 'must be in the future' }]);
+    }
+    if (caller !== 'operator') assertNoEscalation(caller, input);
+    const secret = generateSecret();
+    const record: ApiKeyRecord = {
+      id: uuidv7(),
+      name: input.name,
+      secretDigest: digestSecret(secret),
+      roles: [...input.roles],
+      applications: input.applications === null ? null : [...input.applications],
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: input.expiresAt,
+      lastUsedAt: null,
+    };
+    await this.deps.store.apiKeys.insertApiKey(record);
+    this.deps.authenticator.forgetDigest(record.secretDigest);
+    return { record, secret };
+  }
+
+  /** Keys in id (creation) order that the caller may see. */
+  async listApiKeys(caller: KeyCaller, after: string | null, limit: number): Promise<ApiKeyPage> {
+    const found: ApiKeyRecord[] = [];
+    let position = after;
+    // A restricted caller sees a subset; scan on until the page is full or the keys run out.
+    for (;;) {
+      const batchSize =
+        caller === 'operator' || caller.applications === null ? limit + 1 : SCAN_PAGE;
+      const batch = await this.deps.store.apiKeys.listApiKeys({
+        after: position,
+        limit: batchSize,
+      });
+      found.push(...batch.filter((key) => isVisibleTo(caller, key)));
+      if (found.length > limit || batch.length < batchSize) break;
+      position = batch.at(-1)!.id;
+    }
+    return { items: found.slice(0, limit), hasMore: found.length > limit };
+  }
+
+  async countApiKeys(caller: KeyCaller): Promise<number> {
+    if (caller === 'operator' || caller.applications === null) {
+      return this.deps.store.apiKeys.countApiKeys();
+    }
+    let count = 0;
+    let position: string | null = null;
+    for (;;) {
+      const batch = await this.deps.store.apiKeys.listApiKeys({
+        after: position,
+        limit: SCAN_PAGE,
+      });
+      count += batch.filter((key) => isVisibleTo(caller, key)).length;
+      if (batch.length < SCAN_PAGE) return count;
+      position = batch.at(-1)!.id;
+    }
+  }
+
+  async findApiKey(caller: KeyCaller, id: string): Promise<ApiKeyRecord> {
+    const key = await this.findVisible(caller, id);
+    if (key === undefined) throw keyNotFound(id);
+    return key;
+  }
+
+  async revokeApiKey(caller: KeyCaller, id: string, ifMatch?: string): Promise<void> {
+    await deleteConditionally({
+      load: async () => {
+        const key = await this.findVisible(caller, id);
+        return key && { ...key, etag: apiKeyVersion(key) };
+      },
+      notFound: () => keyNotFound(id),
+      ifMatch,
+      remove: () => this.deps.store.apiKeys.deleteApiKey(id),
+    });
+    this.deps.authenticator.forgetKey(id);
+  }
+
+  /**
+   * Makes sure a key with exactly this secret and every role exists (IAM_BOOTSTRAP_API_KEY):
+   * created when missing, widened to all roles when an upgrade added roles, never duplicated.
+   */
+  async ensureBootstrapKey(secret: string): Promise<'created' | 'updated' | 'unchanged'> {
+    const digest = digestSecret(secret);
+    const existing = await this.deps.store.apiKeys.findApiKeyByDigest(digest);
+    const now = this.deps.clock.now();
+    if (existing === undefined) {
+      try {
+        await this.deps.store.apiKeys.insertApiKey({
+          id: uuidv7(),
+          name: 'bootstrap (IAM_BOOTSTRAP_API_KEY)',
+          secretDigest: digest,
+          roles: [...ROLES],
+          applications: null,
+          createdAt: now,
+          updatedAt: now,
+          expiresAt: null,
+          lastUsedAt: null,
+        });
+        return 'created';
+      } catch (error) {
+        // Another instance starting at the same moment created it: the digest is unique.
+        if (error instanceof DuplicateError) return 'unchanged';
+        throw error;
+      }
+    }
+    const complete =
+      ROLES.every((role) => existing.roles.includes(role)) &&
+      existing.applications === null &&
+      existing.expiresAt === null;
+    if (complete) return 'unchanged';
+    await this.deps.store.apiKeys.updateApiKeyGrants(existing.id, {
+      roles: [...ROLES],
+      applications: null,
+      updatedAt: now,
+    });
+    this.deps.authenticator.forgetKey(existing.id);
+    return 'updated';
+  }
+
+  /** On a store without any key, issues one all-roles key (once, even across instances). */
+  async issueFirstKey(): Promise<IssuedApiKey | null> {
+    if ((await this.deps.store.apiKeys.countApiKeys()) > 0) return null;
+    const secret = generateSecret();
+    const now = this.deps.clock.now();
+    const record: ApiKeyRecord = {
+      id: uuidv7(),
+      name: 'admin (first start)',
+      secretDigest: digestSecret(secret),
+      roles: [...ROLES],
+      applications: null,
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: null,
+      lastUsedAt: null,
+    };
+    const inserted = await this.deps.store.apiKeys.insertFirstApiKey(record);
+    return inserted ? { record, secret } : null;
+  }
+
+  private async findVisible(caller: KeyCaller, id: string): Promise<ApiKeyRecord | undefined> {
+    const key = await this.deps.store.apiKeys.findApiKey(id);
+    // A key outside the caller's restriction is reported missing: its existence is not theirs to learn.
+    return key !== undefined && isVisibleTo(caller, key) ? key : undefined;
+  }
+}
+
+function keyNotFound(id: string) {
+  return problem('not-found', `No API key with id "${id}".`);
+}
+
+/** A key may only mint keys with a subset of its own powers: roles, applications and lifetime. */
+function assertNoEscalation(caller: ApiKeyRecord, input: NewApiKey): void {
+  const extraRoles = input.roles.filter((role) => !caller.roles.includes(role));
+  if (extraRoles.length > 0) {
+    throw problem(
+      'forbidden',
+      `This API key cannot grant roles it does not hold: ${extraRoles.join(', ')}.`,
+    );
+  }
+  if (caller.applications !== null) {
+    const allowed = caller.applications;
+    if (input.applications === null) {
+      throw problem(
+        'forbidden',
+        'This API key is restricted to some applications; a key it creates must be restricted to them too.',
+      );
+    }
+    const outside = input.applications.filter((id) => !allowed.includes(id));
+    if (outside.length > 0) {
+      throw problem('forbidden', `This API key cannot grant access to: ${outside.join(', ')}.`);
+    }
+  }
+  if (
+    caller.expiresAt !== null &&
+    (input.expiresAt === null || input.expiresAt > caller.expiresAt)
+  ) {
+    throw problem(
+      'forbidden',
+      `This API key expires at ${new Date(caller.expiresAt).toISOString()}; a key it creates cannot outlive it.`,
+    );
+  }
+}

@@ -1,0 +1,214 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { allowedApplications, assertApplicationAllowed } from '../../http/auth.js';
+import { type CursorCodec, invalidCursor, linkNextPage } from '../../http/pagination.js';
+import { formatEtag, ifNoneMatchMatches } from '../../http/preconditions.js';
+import { requestPath } from '../../http/request-path.js';
+import {
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  NoContent,
+  NoQuery,
+  NotModified,
+  apiKeySecurity,
+  problemResponses,
+  toTimestamp,
+} from '../../http/schemas.js';
+import type { ApplicationRecord } from '../../store/store.js';
+import {
+  Application,
+  ApplicationPage,
+  ApplicationParams,
+  CreateApplicationBody,
+  ListApplicationsQuery,
+  PatchApplicationBody,
+  ReplaceApplicationBody,
+} from './applications.schemas.js';
+import type { ApplicationsService } from './applications.service.js';
+
+const tags = ['applications'];
+const CURSOR_SCOPE = 'applications';
+
+export function toApplicationResource(application: ApplicationRecord): Application {
+  return {
+    client_id: application.clientId,
+    display_name: application.displayName,
+    description: application.description,
+    mode: application.mode,
+    jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
+    external_token_validation: application.externalTokenValidation,
+    created_at: toTimestamp(application.createdAt),
+    updated_at: toTimestamp(application.updatedAt),
+  };
+}
+
+function sendApplication(reply: FastifyReply, application: ApplicationRecord, status = 200) {
+  return reply
+    .code(status)
+    .header('etag', formatEtag(application.etag))
+    .send(toApplicationResource(application));
+}
+
+export function registerApplicationRoutes(
+  app: FastifyInstance,
+  deps: { applications: ApplicationsService; cursors: CursorCodec },
+): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { applications, cursors } = deps;
+
+  api.post(
+    '/applications',
+    {
+      config: { role: 'applications:write' },
+      schema: {
+        tags,
+        operationId: 'createApplication',
+        summary: 'Create an application',
+        security: apiKeySecurity,
+        querystring: NoQuery,
+        body: CreateApplicationBody,
+        response: { 201: Application, ...problemResponses(403, 409, 413, 415) },
+      },
+    },
+    async function createApplication(request, reply) {
+      assertApplicationAllowed(request, request.body.client_id);
+      const application = await applications.createApplication(request.body);
+      reply.header('location', `${requestPath(request)}/${application.clientId}`);
+      return sendApplication(reply, application, 201);
+    },
+  );
+
+  api.get(
+    '/applications',
+    {
+      config: { role: 'applications:read' },
+      schema: {
+        tags,
+        operationId: 'listApplications',
+        summary: 'List applications, by client_id',
+        description: 'Keyset-paginated. A restricted API key sees only its applications.',
+        security: apiKeySecurity,
+        querystring: ListApplicationsQuery,
+        response: { 200: ApplicationPage, ...problemResponses(403) },
+      },
+    },
+    async function listApplications(request, reply) {
+      const { limit = 100, cursor, include_total: includeTotal } = request.query;
+      let after: string | null = null;
+      if (cursor !== undefined) {
+        const position = cursors.decode(CURSOR_SCOPE, cursor);
+        if (typeof position !== 'string') throw invalidCursor();
+        after = position;
+      }
+      const visible = allowedApplications(request);
+      const page = await applications.listApplications({ visible, after, limit });
+      const last = page.items.at(-1);
+      const nextCursor =
+        page.hasMore && last !== undefined ? cursors.encode(CURSOR_SCOPE, last.clientId) : null;
+      linkNextPage(request, reply, nextCursor);
+      return {
+        items: page.items.map(toApplicationResource),
+        next_cursor: nextCursor,
+        ...(includeTotal === true ? { total: await applications.countApplications(visible) } : {}),
+      };
+    },
+  );
+
+  api.get(
+    '/applications/:client_id',
+    {
+      config: { role: 'applications:read' },
+      schema: {
+        tags,
+        operationId: 'getApplication',
+        summary: 'Get an application',
+        security: apiKeySecurity,
+        params: ApplicationParams,
+        querystring: NoQuery,
+        headers: IfNoneMatchHeaders,
+        response: { 200: Application, 304: NotModified, ...problemResponses(403, 404) },
+      },
+    },
+    async function getApplication(request, reply) {
+      const application = await applications.findApplication(request.params.client_id);
+      if (ifNoneMatchMatches(request.headers['if-none-match'], application.etag)) {
+        return reply.code(304).header('etag', formatEtag(application.etag)).send(null);
+      }
+      return sendApplication(reply, application);
+    },
+  );
+
+  api.put(
+    '/applications/:client_id',
+    {
+      config: { role: 'applications:write' },
+      schema: {
+        tags,
+        operationId: 'replaceApplication',
+        summary: 'Replace an application',
+        description: 'Omitted optional members return to their defaults.',
+        security: apiKeySecurity,
+        params: ApplicationParams,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        body: ReplaceApplicationBody,
+        response: { 200: Application, ...problemResponses(403, 404, 412, 413, 415) },
+      },
+    },
+    async function replaceApplication(request, reply) {
+      const application = await applications.replaceApplication(
+        request.params.client_id,
+        request.body,
+        request.headers['if-match'],
+      );
+      return sendApplication(reply, application);
+    },
+  );
+
+  api.patch(
+    '/applications/:client_id',
+    {
+      config: { role: 'applications:write' },
+      schema: {
+        tags,
+        operationId: 'patchApplication',
+        summary: 'Change some members of an application (JSON Merge Patch)',
+        security: apiKeySecurity,
+        params: ApplicationParams,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        body: PatchApplicationBody,
+        response: { 200: Application, ...problemResponses(403, 404, 412, 413, 415) },
+      },
+    },
+    async function patchApplication(request, reply) {
+      const application = await applications.patchApplication(
+        request.params.client_id,
+        request.body,
+        request.headers['if-match'],
+      );
+      return sendApplication(reply, application);
+    },
+  );
+
+  api.delete(
+    '/applications/:client_id',
+    {
+      config: { role: 'applications:write' },
+      schema: {
+        tags,
+        operationId: 'deleteApplication',
+        summary: 'Delete an application and all its users',
+        security: apiKeySecurity,
+        params: ApplicationParams,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        response: { 204: NoContent, ...problemResponses(403, 404, 412) },
+      },
+    },
+    async function deleteApplication(request, reply) {
+      await applications.deleteApplication(request.params.client_id, request.headers['if-match']);
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,117 @@
+import { type Static, Type } from 'typebox';
+import {
+  Nullable,
+  Page,
+  PageQueryProperties,
+  ReadOnlyEcho,
+  StringEnum,
+  Timestamp,
+  TrimmedText,
+} from '../../http/schemas.js';
+import { RULE_KEYWORD } from '../../http/validation.js';
+
+export const ClientId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[A-Za-z0-9._~-]*$',
+  not: { enum: ['.', '..'] },
+  [RULE_KEYWORD]: '1–128 characters of A–Z a–z 0–9 . _ ~ -, and not "." or ".."',
+  description: 'Unique, case-sensitive application id; URL-safe.',
+  examples: ['billing-web'],
+});
+
+export const DisplayName = TrimmedText(200, { description: 'Stored trimmed.' });
+
+export const Description = Type.String({
+  maxLength: 2000,
+  pattern: '^[^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\p{Cs}]*$',
+  [RULE_KEYWORD]: 'text without control characters other than newline and tab',
+});
+
+export const ApplicationModes = ['internal', 'external'] as const;
+export const Mode = StringEnum(ApplicationModes, {
+  description: '`internal`: users are enrolled beforehand; `external`: registered on first login.',
+});
+
+export const JwtExpirationInMinutes = Type.Integer({
+  minimum: 1,
+  maximum: 43200,
+  description: 'Access-token lifetime in minutes (at most 30 days).',
+});
+
+export const EXTERNAL_TOKEN_VALIDATION_MAX_BYTES = 32 * 1024;
+
+export const ExternalTokenValidation = Type.Unsafe<Record<string, unknown> | null>({
+  type: ['object', 'null'],
+  additionalProperties: true,
+  description:
+    'How to validate ID tokens issued outside Tessera, keyed by provider label. Any JSON ' +
+    'object of at most 32 KiB serialized, stored and returned as given.',
+});
+
+export const Application = Type.Object({
+  client_id: ClientId,
+  display_name: Type.String(),
+  description: Type.String(),
+  mode: Mode,
+  jwt_expiration_in_minutes: JwtExpirationInMinutes,
+  external_token_validation: ExternalTokenValidation,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Application = Static<typeof Application>;
+
+const commonFields = {
+  display_name: DisplayName,
+  description: Description,
+  mode: Type.Optional(Mode),
+  jwt_expiration_in_minutes: Type.Optional(JwtExpirationInMinutes),
+  external_token_validation: Type.Optional(ExternalTokenValidation),
+  created_at: Type.Optional(ReadOnlyEcho),
+  updated_at: Type.Optional(ReadOnlyEcho),
+};
+
+export const CreateApplicationBody = Type.Object(
+  { client_id: ClientId, ...commonFields },
+  { additionalProperties: false },
+);
+export type CreateApplicationBody = Static<typeof CreateApplicationBody>;
+
+export const ReplaceApplicationBody = Type.Object(
+  {
+    client_id: Type.Optional(Type.String({ description: 'If present, must equal the path.' })),
+    ...commonFields,
+  },
+  { additionalProperties: false },
+);
+export type ReplaceApplicationBody = Static<typeof ReplaceApplicationBody>;
+
+export const PatchApplicationBody = Type.Object(
+  {
+    client_id: Type.Optional(Type.String({ description: 'If present, must equal the path.' })),
+    display_name: Type.Optional(Nullable(DisplayName)),
+    description: Type.Optional(Nullable(Description)),
+    mode: Type.Optional(Nullable(Mode)),
+    jwt_expiration_in_minutes: Type.Optional(Nullable(JwtExpirationInMinutes)),
+    external_token_validation: Type.Optional(ExternalTokenValidation),
+    created_at: Type.Optional(ReadOnlyEcho),
+    updated_at: Type.Optional(ReadOnlyEcho),
+  },
+  {
+    additionalProperties: false,
+    description: 'JSON Merge Patch (RFC 7396): `null` resets a member to its default.',
+  },
+);
+export type PatchApplicationBody = Static<typeof PatchApplicationBody>;
+
+export const ApplicationParams = Type.Object(
+  { client_id: ClientId },
+  { additionalProperties: false },
+);
+
+export const ListApplicationsQuery = Type.Object(PageQueryProperties, {
+  additionalProperties: false,
+});
+export type ListApplicationsQuery = Static<typeof ListApplicationsQuery>;
+
+export const ApplicationPage = Page(Application);

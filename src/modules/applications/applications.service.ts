@@ -1,0 +1,206 @@
+import type { Clock } from '../../clock.js';
+import { deleteConditionally, newVersion, updateConditionally } from '../../http/preconditions.js';
+import { type InvalidParam, invalid, problem } from '../../problems.js';
+import { DuplicateError } from '../../store/errors.js';
+import type { ApplicationRecord, Store } from '../../store/store.js';
+import { applyMergePatch } from '../merge-patch.js';
+import {
+  type CreateApplicationBody,
+  EXTERNAL_TOKEN_VALIDATION_MAX_BYTES,
+  type PatchApplicationBody,
+  type ReplaceApplicationBody,
+} from './applications.schemas.js';
+
+export const APPLICATION_DEFAULTS = {
+  mode: 'internal',
+  jwtExpirationInMinutes: 60,
+  externalTokenValidation: null,
+} as const;
+
+type ApplicationFields = Pick<
+  ApplicationRecord,
+  'displayName' | 'description' | 'mode' | 'jwtExpirationInMinutes' | 'externalTokenValidation'
+>;
+
+export interface ApplicationPage {
+  items: ApplicationRecord[];
+  hasMore: boolean;
+}
+
+export class ApplicationsService {
+  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+
+  async createApplication(body: CreateApplicationBody): Promise<ApplicationRecord> {
+    const now = this.deps.clock.now();
+    const application: ApplicationRecord = {
+      clientId: body.client_id,
+      ...checkedFields(body),
+      createdAt: now,
+      updatedAt: now,
+      etag: newVersion(),
+    };
+    try {
+      await this.deps.store.applications.insertApplication(application);
+    } catch (error) {
+      if (error instanceof DuplicateError) {
+        throw problem(
+          'conflict',
+          `An application with client_id "${body.client_id}" already exists.`,
+        );
+      }
+      throw error;
+    }
+    return application;
+  }
+
+  async findApplication(clientId: string): Promise<ApplicationRecord> {
+    const application = await this.deps.store.applications.findApplication(clientId);
+    if (application === undefined) throw applicationNotFound(clientId);
+    return application;
+  }
+
+  /** One page in client_id order; `visible` is the caller's restriction (null: all). */
+  async listApplications(options: {
+    visible: readonly string[] | null;
+    after: string | null;
+    limit: number;
+  }): Promise<ApplicationPage> {
+    const rows = await this.deps.store.applications.listApplications(
+      { clientIds: options.visible },
+      { after: options.after, limit: options.limit + 1 },
+    );
+    return { items: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
+  }
+
+  countApplications(visible: readonly string[] | null): Promise<number> {
+    return this.deps.store.applications.countApplications({ clientIds: visible });
+  }
+
+  replaceApplication(
+    clientId: string,
+    body: ReplaceApplicationBody,
+    ifMatch: string | undefined,
+  ): Promise<ApplicationRecord> {
+    assertSameClientId(clientId, body.client_id);
+    const fields = checkedFields(body);
+    return this.update(clientId, ifMatch, () => fields);
+  }
+
+  patchApplication(
+    clientId: string,
+    patch: PatchApplicationBody,
+    ifMatch: string | undefined,
+  ): Promise<ApplicationRecord> {
+    assertSameClientId(clientId, patch.client_id);
+    const errors: InvalidParam[] = [];
+    if (patch.display_name === null) errors.push(requiredMember('display_name'));
+    if (patch.description === null) errors.push(requiredMember('description'));
+    if (errors.length > 0) throw invalid(errors);
+    return this.update(clientId, ifMatch, (current) => {
+      const externalTokenValidation =
+        patch.external_token_validation === undefined
+          ? current.externalTokenValidation
+          : (applyMergePatch(
+              current.externalTokenValidation,
+              patch.external_token_validation,
+            ) as Record<string, unknown> | null);
+      assertExternalTokenValidationSize(externalTokenValidation);
+      return {
+        displayName: patch.display_name?.trim() ?? current.displayName,
+        description: patch.description ?? current.description,
+        mode: patchedValue(patch.mode, current.mode, APPLICATION_DEFAULTS.mode),
+        jwtExpirationInMinutes: patchedValue(
+          patch.jwt_expiration_in_minutes,
+          current.jwtExpirationInMinutes,
+          APPLICATION_DEFAULTS.jwtExpirationInMinutes,
+        ),
+        externalTokenValidation,
+      };
+    });
+  }
+
+  deleteApplication(clientId: string, ifMatch: string | undefined): Promise<void> {
+    return deleteConditionally({
+      load: () => this.deps.store.applications.findApplication(clientId),
+      notFound: () => applicationNotFound(clientId),
+      ifMatch,
+      remove: (current) =>
+        this.deps.store.applications.deleteApplicationCascade(clientId, current.etag),
+    });
+  }
+
+  private update(
+    clientId: string,
+    ifMatch: string | undefined,
+    fieldsFor: (current: ApplicationRecord) => ApplicationFields,
+  ): Promise<ApplicationRecord> {
+    return updateConditionally({
+      load: () => this.deps.store.applications.findApplication(clientId),
+      notFound: () => applicationNotFound(clientId),
+      ifMatch,
+      change: (current) => {
+        const fields = fieldsFor(current);
+        if (sameFields(current, fields)) return null;
+        return { ...current, ...fields, updatedAt: this.deps.clock.now(), etag: newVersion() };
+      },
+      save: (next, expected) => this.deps.store.applications.replaceApplication(next, expected),
+    });
+  }
+}
+
+export function applicationNotFound(clientId: string) {
+  return problem('not-found', `No application with client_id "${clientId}".`);
+}
+
+/** The fields of a create or replace body, with defaults for omitted optional members. */
+function checkedFields(body: CreateApplicationBody | ReplaceApplicationBody): ApplicationFields {
+  const externalTokenValidation =
+    body.external_token_validation ?? APPLICATION_DEFAULTS.externalTokenValidation;
+  assertExternalTokenValidationSize(externalTokenValidation);
+  return {
+    displayName: body.display_name.trim(),
+    description: body.description,
+    mode: body.mode ?? APPLICATION_DEFAULTS.mode,
+    jwtExpirationInMinutes:
+      body.jwt_expiration_in_minutes ?? APPLICATION_DEFAULTS.jwtExpirationInMinutes,
+    externalTokenValidation,
+  };
+}
+
+/** Merge-patch semantics for a member with a default: absent keeps, null resets. */
+function patchedValue<T>(patch: T | null | undefined, current: T, fallback: T): T {
+  if (patch === undefined) return current;
+  return patch ?? fallback;
+}
+
+function sameFields(current: ApplicationRecord, fields: ApplicationFields): boolean {
+  return (
+    current.displayName === fields.displayName &&
+    current.description === fields.description &&
+    current.mode === fields.mode &&
+    current.jwtExpirationInMinutes === fields.jwtExpirationInMinutes &&
+    JSON.stringify(current.externalTokenValidation) ===
+      JSON.stringify(fields.externalTokenValidation)
+  );
+}
+
+function assertSameClientId(path: string, body: string | undefined): void {
+  if (body !== undefined && body !== path) {
+    throw invalid([
+      { pointer: '/client_id', detail: 'must equal the client_id in the path (it cannot change)' },
+    ]);
+  }
+}
+
+function assertExternalTokenValidationSize(value: unknown): void {
+  if (value === null) return;
+  if (Buffer.byteLength(JSON.stringify(value)) > EXTERNAL_TOKEN_VALIDATION_MAX_BYTES) {
+    throw invalid([
+      { pointer: '/external_token_validation', detail: 'must be at most 32 KiB when serialized' },
+    ]);
+  }
+}
+
+function requiredMember(name: string): InvalidParam {
+  return { pointer: `/${name}`, detail: 'is required and has no default, so it cannot be null' };
+}

@@ -1,0 +1,250 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { type CursorCodec, invalidCursor, linkNextPage } from '../../http/pagination.js';
+import { formatEtag, ifNoneMatchMatches } from '../../http/preconditions.js';
+import { requestPath } from '../../http/request-path.js';
+import {
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  NoContent,
+  NoQuery,
+  NotModified,
+  apiKeySecurity,
+  problemResponses,
+  toTimestamp,
+} from '../../http/schemas.js';
+import type { UserFilter, UserIdentity, UserPosition, UserRecord } from '../../store/store.js';
+import {
+  ApplicationUsersParams,
+  CreateUserBody,
+  ListUsersQuery,
+  PatchUserBody,
+  ReplaceUserBody,
+  User,
+  UserPage,
+  type UserParams,
+  UserParams as UserParamsSchema,
+} from './users.schemas.js';
+import type { UsersService } from './users.service.js';
+
+const tags = ['users'];
+const USER_PATH = '/applications/:client_id/users/:provider/:identifier';
+
+export function toUserResource(user: UserRecord): User {
+  return {
+    identifier: user.identifier,
+    provider: user.provider,
+    name: user.name,
+    avatar: user.avatar,
+    email: user.email,
+    locale: user.locale,
+    roles: user.roles,
+    scopes: user.scopes,
+    created_at: toTimestamp(user.createdAt),
+    updated_at: toTimestamp(user.updatedAt),
+  };
+}
+
+function sendUser(reply: FastifyReply, user: UserRecord, status = 200) {
+  return reply.code(status).header('etag', formatEtag(user.etag)).send(toUserResource(user));
+}
+
+function identityOf(params: UserParams): UserIdentity {
+  return { clientId: params.client_id, provider: params.provider, identifier: params.identifier };
+}
+
+/** Cursors are bound to the list they came from: the application and every filter. */
+function cursorScope(filter: UserFilter): string {
+  return JSON.stringify([
+    'users',
+    filter.clientId,
+    filter.provider,
+    filter.email?.toLowerCase() ?? null,
+    filter.role,
+    filter.scope,
+  ]);
+}
+
+function toPosition(value: unknown): UserPosition {
+  if (
+    Array.isArray(value) &&
+    value.length === 2 &&
+    typeof value[0] === 'string' &&
+    typeof value[1] === 'string'
+  ) {
+    return { provider: value[0], identifier: value[1] };
+  }
+  throw invalidCursor();
+}
+
+export function registerUserRoutes(
+  app: FastifyInstance,
+  deps: { users: UsersService; cursors: CursorCodec },
+): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { users, cursors } = deps;
+
+  api.post(
+    '/applications/:client_id/users',
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        operationId: 'createUser',
+        summary: 'Enrol a user in an application',
+        security: apiKeySecurity,
+        params: ApplicationUsersParams,
+        querystring: NoQuery,
+        body: CreateUserBody,
+        response: { 201: User, ...problemResponses(403, 404, 409, 413, 415) },
+      },
+    },
+    async function createUser(request, reply) {
+      const user = await users.createUser(request.params.client_id, request.body);
+      const location = `${requestPath(request)}/${encodeURIComponent(user.provider)}/${encodeURIComponent(user.identifier)}`;
+      reply.header('location', location);
+      return sendUser(reply, user, 201);
+    },
+  );
+
+  api.get(
+    '/applications/:client_id/users',
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        operationId: 'listUsers',
+        summary: "List an application's users, by (provider, identifier)",
+        description:
+          'Keyset-paginated, in byte order of provider then identifier. Filters combine with AND; ' +
+          '`email` matches exactly, ignoring case.',
+        security: apiKeySecurity,
+        params: ApplicationUsersParams,
+        querystring: ListUsersQuery,
+        response: { 200: UserPage, ...problemResponses(403, 404) },
+      },
+    },
+    async function listUsers(request, reply) {
+      const { limit = 100, cursor, include_total: includeTotal } = request.query;
+      const filter: UserFilter = {
+        clientId: request.params.client_id,
+        provider: request.query.provider ?? null,
+        email: request.query.email ?? null,
+        role: request.query.role ?? null,
+        scope: request.query.scope ?? null,
+      };
+      const scope = cursorScope(filter);
+      const after = cursor === undefined ? null : toPosition(cursors.decode(scope, cursor));
+      const page = await users.listUsers(filter, after, limit);
+      const last = page.items.at(-1);
+      const nextCursor =
+        page.hasMore && last !== undefined
+          ? cursors.encode(scope, [last.provider, last.identifier])
+          : null;
+      linkNextPage(request, reply, nextCursor);
+      return {
+        items: page.items.map(toUserResource),
+        next_cursor: nextCursor,
+        ...(includeTotal === true ? { total: await users.countUsers(filter) } : {}),
+      };
+    },
+  );
+
+  api.get(
+    USER_PATH,
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        operationId: 'getUser',
+        summary: 'Get a user',
+        security: apiKeySecurity,
+        params: UserParamsSchema,
+        querystring: NoQuery,
+        headers: IfNoneMatchHeaders,
+        response: { 200: User, 304: NotModified, ...problemResponses(403, 404) },
+      },
+    },
+    async function getUser(request, reply) {
+      const user = await users.findUser(identityOf(request.params));
+      if (ifNoneMatchMatches(request.headers['if-none-match'], user.etag)) {
+        return reply.code(304).header('etag', formatEtag(user.etag)).send(null);
+      }
+      return sendUser(reply, user);
+    },
+  );
+
+  api.put(
+    USER_PATH,
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        operationId: 'replaceUser',
+        summary: 'Replace a user',
+        description: 'Omitted optional members return to their defaults (`avatar` → null).',
+        security: apiKeySecurity,
+        params: UserParamsSchema,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        body: ReplaceUserBody,
+        response: { 200: User, ...problemResponses(403, 404, 412, 413, 415) },
+      },
+    },
+    async function replaceUser(request, reply) {
+      const user = await users.replaceUser(
+        identityOf(request.params),
+        request.body,
+        request.headers['if-match'],
+      );
+      return sendUser(reply, user);
+    },
+  );
+
+  api.patch(
+    USER_PATH,
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        operationId: 'patchUser',
+        summary: 'Change some members of a user (JSON Merge Patch)',
+        security: apiKeySecurity,
+        params: UserParamsSchema,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        body: PatchUserBody,
+        response: { 200: User, ...problemResponses(403, 404, 412, 413, 415) },
+      },
+    },
+    async function patchUser(request, reply) {
+      const user = await users.patchUser(
+        identityOf(request.params),
+        request.body,
+        request.headers['if-match'],
+      );
+      return sendUser(reply, user);
+    },
+  );
+
+  api.delete(
+    USER_PATH,
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        operationId: 'deleteUser',
+        summary: 'Delete a user',
+        security: apiKeySecurity,
+        params: UserParamsSchema,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        response: { 204: NoContent, ...problemResponses(403, 404, 412) },
+      },
+    },
+    async function deleteUser(request, reply) {
+      await users.deleteUser(identityOf(request.params), request.headers['if-match']);
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,158 @@
+import { type Static, Type } from 'typebox';
+import {
+  Nullable,
+  Page,
+  PageQueryProperties,
+  ReadOnlyEcho,
+  Timestamp,
+  TrimmedText,
+} from '../../http/schemas.js';
+import { RULE_KEYWORD } from '../../http/validation.js';
+import { ClientId } from '../applications/applications.schemas.js';
+
+export const Provider = Type.String({
+  minLength: 3,
+  maxLength: 64,
+  // The look-ahead bounds the length first: without it this pattern backtracks
+  // quadratically on long hostile input.
+  pattern: '^(?=.{3,64}$)[a-z0-9_-]+_[a-z0-9_-]+$',
+  [RULE_KEYWORD]: '3–64 characters of a–z 0–9 _ -, shaped <idp>_<kind> (e.g. google_oauth2)',
+  description: 'Identity-provider label, `<idp>_<kind>`.',
+  examples: ['google_oauth2'],
+});
+
+export const Identifier = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  pattern: '^[^\\p{Cc}\\p{Cs}]*$',
+  not: { enum: ['.', '..'] },
+  [RULE_KEYWORD]: '1–256 characters without control characters, and not "." or ".."',
+  description: "The user's id at the provider; percent-encode it in paths.",
+  examples: ['108234823498234', 'CN=Ada Lovelace,OU=R&D,O=Example'],
+});
+
+export const UserName = TrimmedText(200, { description: 'Full name; stored trimmed.' });
+
+export const Avatar = Type.String({
+  format: 'http-url',
+  maxLength: 2048,
+  [RULE_KEYWORD]: 'an absolute http: or https: URL of at most 2048 characters',
+});
+
+export const Email = Type.String({
+  format: 'email',
+  maxLength: 254,
+  [RULE_KEYWORD]: 'a valid e-mail address of at most 254 characters',
+});
+
+export const Locale = Type.String({
+  format: 'language-tag',
+  maxLength: 35,
+  [RULE_KEYWORD]: 'a BCP 47 language tag of at most 35 characters (en, pt-BR, zh-Hant-TW)',
+  examples: ['pt-BR'],
+});
+
+export const UserRole = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[A-Za-z0-9._:-]*$',
+  [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ : -',
+});
+
+export const Scope = Type.String({
+  maxLength: 128,
+  pattern: '^[^\\s:\\p{Cc}\\p{Cs}]+:[^\\s\\p{Cc}\\p{Cs}]+$',
+  [RULE_KEYWORD]: '<dimension>:<value>, both non-empty, no whitespace, at most 128 characters',
+  examples: ['org:acme'],
+});
+
+export const Roles = Type.Array(UserRole, { maxItems: 100, uniqueItems: true });
+export const Scopes = Type.Array(Scope, { maxItems: 100, uniqueItems: true });
+
+export const User = Type.Object({
+  identifier: Identifier,
+  provider: Provider,
+  name: Type.String(),
+  avatar: Nullable(Type.String()),
+  email: Type.String(),
+  locale: Type.String(),
+  roles: Type.Array(Type.String()),
+  scopes: Type.Array(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type User = Static<typeof User>;
+
+const PathEcho = Type.String({ description: 'If present, must equal the path.' });
+
+const commonFields = {
+  client_id: Type.Optional(PathEcho),
+  name: UserName,
+  avatar: Type.Optional(Nullable(Avatar)),
+  email: Email,
+  locale: Locale,
+  roles: Roles,
+  scopes: Scopes,
+  created_at: Type.Optional(ReadOnlyEcho),
+  updated_at: Type.Optional(ReadOnlyEcho),
+};
+
+export const CreateUserBody = Type.Object(
+  { identifier: Identifier, provider: Provider, ...commonFields },
+  { additionalProperties: false },
+);
+export type CreateUserBody = Static<typeof CreateUserBody>;
+
+export const ReplaceUserBody = Type.Object(
+  { identifier: Type.Optional(PathEcho), provider: Type.Optional(PathEcho), ...commonFields },
+  { additionalProperties: false },
+);
+export type ReplaceUserBody = Static<typeof ReplaceUserBody>;
+
+export const PatchUserBody = Type.Object(
+  {
+    identifier: Type.Optional(PathEcho),
+    provider: Type.Optional(PathEcho),
+    client_id: Type.Optional(PathEcho),
+    name: Type.Optional(Nullable(UserName)),
+    avatar: Type.Optional(Nullable(Avatar)),
+    email: Type.Optional(Nullable(Email)),
+    locale: Type.Optional(Nullable(Locale)),
+    roles: Type.Optional(Nullable(Roles)),
+    scopes: Type.Optional(Nullable(Scopes)),
+    created_at: Type.Optional(ReadOnlyEcho),
+    updated_at: Type.Optional(ReadOnlyEcho),
+  },
+  {
+    additionalProperties: false,
+    description: 'JSON Merge Patch (RFC 7396): `null` resets a member to its default.',
+  },
+);
+export type PatchUserBody = Static<typeof PatchUserBody>;
+
+export const ApplicationUsersParams = Type.Object(
+  { client_id: ClientId },
+  { additionalProperties: false },
+);
+
+export const UserParams = Type.Object(
+  { client_id: ClientId, provider: Provider, identifier: Identifier },
+  { additionalProperties: false },
+);
+export type UserParams = Static<typeof UserParams>;
+
+export const ListUsersQuery = Type.Object(
+  {
+    ...PageQueryProperties,
+    provider: Type.Optional(Provider),
+    email: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 254, description: 'Exact, case-insensitive.' }),
+    ),
+    role: Type.Optional(UserRole),
+    scope: Type.Optional(Scope),
+  },
+  { additionalProperties: false },
+);
+export type ListUsersQuery = Static<typeof ListUsersQuery>;
+
+export const UserPage = Page(User);

@@ -1,0 +1,101 @@
+// The error catalogue. Every failure Tessera reports is one of these kinds, rendered by the
+// one error handler as RFC 9457 problem details. Code throws by name:
+//   throw problem('not-found', `No application "${clientId}".`)
+
+export const PROBLEM_TYPE_BASE = 'https://tessera.dev/problems/';
+
+export const problemKinds = {
+  'validation-failed': { status: 400, title: 'The request is not valid' },
+  'malformed-request': { status: 400, title: 'The request cannot be read' },
+  unauthenticated: { status: 401, title: 'Authentication required' },
+  forbidden: { status: 403, title: 'Not allowed' },
+  'not-found': { status: 404, title: 'Not found' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  'precondition-failed': { status: 412, title: 'Precondition failed' },
+  'payload-too-large': { status: 413, title: 'Request body too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'rate-limited': { status: 429, title: 'Too many requests' },
+  'headers-too-large': { status: 431, title: 'Request headers too large' },
+  internal: { status: 500, title: 'Internal error' },
+  'store-unavailable': { status: 503, title: 'Service unavailable' },
+  'shutting-down': { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemKind = keyof typeof problemKinds;
+
+/** One invalid input: a JSON Pointer into the body, or a query/path parameter name. */
+export interface InvalidParam {
+  pointer?: string;
+  parameter?: string;
+  header?: string;
+  detail: string;
+}
+
+export interface ProblemOptions {
+  errors?: InvalidParam[];
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class ProblemError extends Error {
+  override readonly name = 'ProblemError';
+  readonly status: number;
+  readonly title: string;
+  readonly errors: InvalidParam[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly kind: ProblemKind,
+    readonly detail: string,
+    options: ProblemOptions = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.status = problemKinds[kind].status;
+    this.title = problemKinds[kind].title;
+    this.errors = options.errors;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export function problem(kind: ProblemKind, detail: string, options?: ProblemOptions): ProblemError {
+  return new ProblemError(kind, detail, options);
+}
+
+/** A 400 for one or more invalid inputs; `detail` summarises them for humans. */
+export function invalid(errors: InvalidParam[]): ProblemError {
+  const described = errors
+    .slice(0, 3)
+    .map((error) => `${describeLocation(error)} ${error.detail}`)
+    .join('; ');
+  const more = errors.length > 3 ? ` (and ${errors.length - 3} more)` : '';
+  return new ProblemError('validation-failed', `${described}${more}.`, { errors });
+}
+
+function describeLocation(error: InvalidParam): string {
+  if (error.parameter !== undefined) return `parameter "${error.parameter}"`;
+  if (error.header !== undefined) return `header ${error.header}`;
+  if (error.pointer === '' || error.pointer === undefined) return 'the body';
+  return `"${error.pointer.slice(1).replaceAll('/', '.')}"`;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  errors?: InvalidParam[];
+}
+
+export function toProblemBody(error: ProblemError, instance: string): ProblemBody {
+  const body: ProblemBody = {
+    type: PROBLEM_TYPE_BASE + error.kind,
+    title: error.title,
+    status: error.status,
+    detail: error.detail,
+    instance,
+  };
+  if (error.errors !== undefined) body.errors = error.errors;
+  return body;
+}

@@ -1,0 +1,28 @@
+// Store-level failures, independent of any driver. Each backend translates its driver's
+// errors into these so the layers above never see SQLSTATEs or SQLite result codes.
+
+/** A unique key already exists. */
+export class DuplicateError extends Error {
+  override readonly name = 'DuplicateError';
+}
+
+/** The row this write refers to (a user's application) does not exist. */
+export class MissingParentError extends Error {
+  override readonly name = 'MissingParentError';
+}
+
+/**
+ * The database cannot serve the request right now: unreachable, busy past the timeout,
+ * out of space, or read-only. The operation did not take effect and may be retried.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(
+    message: string,
+    /** Which operations are affected: writes only (disk full, read-only) or everything. */
+    readonly scope: 'writes' | 'all' = 'all',
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

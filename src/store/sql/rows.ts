@@ -1,0 +1,116 @@
+// Conversions between the domain records and table rows, shared by every SQL dialect.
+
+import type { Insertable, Selectable } from 'kysely';
+import type { ApiKeyRecord, ApplicationMode, ApplicationRecord, UserRecord } from '../store.js';
+import type { ApiKeysTable, ApplicationsTable, UsersTable } from './tables.js';
+import { encodeUserKey } from './tables.js';
+
+function toMillis(value: number | string): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+function toOptionalMillis(value: number | string | null): number | null {
+  return value === null ? null : toMillis(value);
+}
+
+export function normalizeEmail(email: string): string {
+  return email.toLowerCase();
+}
+
+export function toApplicationRecord(row: Selectable<ApplicationsTable>): ApplicationRecord {
+  return {
+    clientId: row.client_id,
+    displayName: row.display_name,
+    description: row.description,
+    mode: row.mode as ApplicationMode,
+    jwtExpirationInMinutes: row.jwt_expiration_in_minutes,
+    externalTokenValidation:
+      row.external_token_validation === null
+        ? null
+        : (JSON.parse(row.external_token_validation) as Record<string, unknown>),
+    createdAt: toMillis(row.created_at),
+    updatedAt: toMillis(row.updated_at),
+    etag: row.etag,
+  };
+}
+
+export function toApplicationRow(record: ApplicationRecord): Insertable<ApplicationsTable> {
+  return {
+    client_id: record.clientId,
+    display_name: record.displayName,
+    description: record.description,
+    mode: record.mode,
+    jwt_expiration_in_minutes: record.jwtExpirationInMinutes,
+    external_token_validation:
+      record.externalTokenValidation === null
+        ? null
+        : JSON.stringify(record.externalTokenValidation),
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    etag: record.etag,
+  };
+}
+
+export function toUserRecord(row: Selectable<UsersTable>): UserRecord {
+  return {
+    clientId: row.application,
+    provider: row.provider,
+    identifier: row.identifier,
+    name: row.name,
+    avatar: row.avatar,
+    email: row.email,
+    locale: row.locale,
+    roles: JSON.parse(row.roles) as string[],
+    scopes: JSON.parse(row.scopes) as string[],
+    createdAt: toMillis(row.created_at),
+    updatedAt: toMillis(row.updated_at),
+    etag: row.etag,
+  };
+}
+
+export function toUserRow(record: UserRecord): Insertable<UsersTable> {
+  return {
+    application: record.clientId,
+    user_key: encodeUserKey(record.provider, record.identifier),
+    provider: record.provider,
+    identifier: record.identifier,
+    name: record.name,
+    avatar: record.avatar,
+    email: record.email,
+    email_normalized: normalizeEmail(record.email),
+    locale: record.locale,
+    roles: JSON.stringify(record.roles),
+    scopes: JSON.stringify(record.scopes),
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    etag: record.etag,
+  };
+}
+
+export function toApiKeyRecord(row: Selectable<ApiKeysTable>): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    secretDigest: row.secret_digest,
+    roles: JSON.parse(row.roles) as string[],
+    applications: row.applications === null ? null : (JSON.parse(row.applications) as string[]),
+    createdAt: toMillis(row.created_at),
+    updatedAt: toMillis(row.updated_at),
+    expiresAt: toOptionalMillis(row.expires_at),
+    lastUsedAt: toOptionalMillis(row.last_used_at),
+  };
+}
+
+export function toApiKeyRow(record: ApiKeyRecord): Insertable<ApiKeysTable> {
+  return {
+    id: record.id,
+    name: record.name,
+    secret_digest: record.secretDigest,
+    roles: JSON.stringify(record.roles),
+    applications: record.applications === null ? null : JSON.stringify(record.applications),
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    expires_at: record.expiresAt,
+    last_used_at: record.lastUsedAt,
+  };
+}

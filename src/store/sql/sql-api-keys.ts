@@ -1,0 +1,120 @@
+import type { ApiKeyRecord, ApiKeyRepository, PageQuery } from '../store.js';
+import type { SqlExecutor } from './sql-executor.js';
+import { toApiKeyRecord, toApiKeyRow } from './rows.js';
+
+export class SqlApiKeyRepository implements ApiKeyRepository {
+  constructor(private readonly sql: SqlExecutor) {}
+
+  async insertApiKey(key: ApiKeyRecord): Promise<void> {
+    await this.sql.write([this.sql.db.insertInto('api_keys').values(toApiKeyRow(key)).compile()]);
+  }
+
+  async insertFirstApiKey(key: ApiKeyRecord): Promise<boolean> {
+    const row = toApiKeyRow(key);
+    const { db } = this.sql;
+    // INSERT … SELECT … WHERE NOT EXISTS, under SERIALIZABLE: two instances starting at once
+    // on an empty database cannot both see "no key" and both insert one.
+    const statement = db
+      .insertInto('api_keys')
+      .columns([
+        'id',
+        'name',
+        'secret_digest',
+        'roles',
+        'applications',
+        'created_at',
+        'updated_at',
+        'expires_at',
+        'last_used_at',
+      ])
+      .expression(
+        db
+          .selectNoFrom((eb) => [
+            eb.cast<string>(eb.val(row.id), 'text').as('id'),
+            eb.cast<string>(eb.val(row.name), 'text').as('name'),
+            eb.cast<string>(eb.val(row.secret_digest), 'text').as('secret_digest'),
+            eb.cast<string>(eb.val(row.roles), 'text').as('roles'),
+            eb.cast<string | null>(eb.val(row.applications ?? null), 'text').as('applications'),
+            eb.cast<number>(eb.val(row.created_at), 'bigint').as('created_at'),
+            eb.cast<number>(eb.val(row.updated_at), 'bigint').as('updated_at'),
+            eb.cast<number | null>(eb.val(row.expires_at ?? null), 'bigint').as('expires_at'),
+            eb.cast<number | null>(eb.val(row.last_used_at ?? null), 'bigint').as('last_used_at'),
+          ])
+          .where((eb) => eb.not(eb.exists(db.selectFrom('api_keys').select('id')))),
+      )
+      .compile();
+    const [inserted] = await this.sql.write([statement], { serializable: true });
+    return inserted === 1;
+  }
+
+  async findApiKeyByDigest(secretDigest: string): Promise<ApiKeyRecord | undefined> {
+    const rows = await this.sql.select(
+      this.sql.db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('secret_digest', '=', secretDigest)
+        .compile(),
+    );
+    return rows[0] && toApiKeyRecord(rows[0]);
+  }
+
+  async findApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    const rows = await this.sql.select(
+      this.sql.db.selectFrom('api_keys').selectAll().where('id', '=', id).compile(),
+    );
+    return rows[0] && toApiKeyRecord(rows[0]);
+  }
+
+  async listApiKeys(page: PageQuery<string>): Promise<ApiKeyRecord[]> {
+    let query = this.sql.db.selectFrom('api_keys').selectAll();
+    if (page.after !== null) query = query.where('id', '>', page.after);
+    const rows = await this.sql.select(query.orderBy('id').limit(page.limit).compile());
+    return rows.map(toApiKeyRecord);
+  }
+
+  async countApiKeys(): Promise<number> {
+    const [row] = await this.sql.select(
+      this.sql.db
+        .selectFrom('api_keys')
+        .select((eb) => eb.fn.countAll<number | string>().as('count'))
+        .compile(),
+    );
+    return Number(row?.count ?? 0);
+  }
+
+  async updateApiKeyGrants(
+    id: string,
+    grants: { roles: string[]; applications: string[] | null; updatedAt: number },
+  ): Promise<void> {
+    await this.sql.write([
+      this.sql.db
+        .updateTable('api_keys')
+        .set({
+          roles: JSON.stringify(grants.roles),
+          applications: grants.applications === null ? null : JSON.stringify(grants.applications),
+          expires_at: null,
+          updated_at: grants.updatedAt,
+        })
+        .where('id', '=', id)
+        .compile(),
+    ]);
+  }
+
+  async touchApiKey(id: string, usedAt: number): Promise<void> {
+    await this.sql.write([
+      this.sql.db
+        .updateTable('api_keys')
+        .set({ last_used_at: usedAt })
+        .where('id', '=', id)
+        .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', usedAt)]))
+        .compile(),
+    ]);
+  }
+
+  async deleteApiKey(id: string): Promise<boolean> {
+    const [deleted] = await this.sql.write([
+      this.sql.db.deleteFrom('api_keys').where('id', '=', id).compile(),
+    ]);
+    return deleted === 1;
+  }
+}

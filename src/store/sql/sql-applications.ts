@@ -1,0 +1,77 @@
+import type {
+  ApplicationFilter,
+  ApplicationRecord,
+  ApplicationRepository,
+  PageQuery,
+} from '../store.js';
+import type { SqlExecutor } from './sql-executor.js';
+import { toApplicationRecord, toApplicationRow } from './rows.js';
+
+export class SqlApplicationRepository implements ApplicationRepository {
+  constructor(private readonly sql: SqlExecutor) {}
+
+  async insertApplication(application: ApplicationRecord): Promise<void> {
+    await this.sql.write([
+      this.sql.db.insertInto('applications').values(toApplicationRow(application)).compile(),
+    ]);
+  }
+
+  async findApplication(clientId: string): Promise<ApplicationRecord | undefined> {
+    const rows = await this.sql.select(
+      this.sql.db
+        .selectFrom('applications')
+        .selectAll()
+        .where('client_id', '=', clientId)
+        .compile(),
+    );
+    return rows[0] && toApplicationRecord(rows[0]);
+  }
+
+  async listApplications(
+    filter: ApplicationFilter,
+    page: PageQuery<string>,
+  ): Promise<ApplicationRecord[]> {
+    if (filter.clientIds?.length === 0) return [];
+    let query = this.sql.db.selectFrom('applications').selectAll();
+    if (filter.clientIds) query = query.where('client_id', 'in', [...filter.clientIds]);
+    if (page.after !== null) query = query.where('client_id', '>', page.after);
+    const rows = await this.sql.select(query.orderBy('client_id').limit(page.limit).compile());
+    return rows.map(toApplicationRecord);
+  }
+
+  async countApplications(filter: ApplicationFilter): Promise<number> {
+    if (filter.clientIds?.length === 0) return 0;
+    let query = this.sql.db
+      .selectFrom('applications')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'));
+    if (filter.clientIds) query = query.where('client_id', 'in', [...filter.clientIds]);
+    const [row] = await this.sql.select(query.compile());
+    return Number(row?.count ?? 0);
+  }
+
+  async replaceApplication(next: ApplicationRecord, expectedEtag: string): Promise<boolean> {
+    const { client_id: clientId, created_at: _createdAt, ...changes } = toApplicationRow(next);
+    const [changed] = await this.sql.write([
+      this.sql.db
+        .updateTable('applications')
+        .set(changes)
+        .where('client_id', '=', clientId)
+        .where('etag', '=', expectedEtag)
+        .compile(),
+    ]);
+    return changed === 1;
+  }
+
+  async deleteApplicationCascade(clientId: string, expectedEtag: string): Promise<boolean> {
+    // users.application references applications ON DELETE CASCADE: one statement removes
+    // the application and its users atomically, and only if the etag still matches.
+    const [changed] = await this.sql.write([
+      this.sql.db
+        .deleteFrom('applications')
+        .where('client_id', '=', clientId)
+        .where('etag', '=', expectedEtag)
+        .compile(),
+    ]);
+    return changed === 1;
+  }
+}

@@ -1,0 +1,74 @@
+// The relational schema as Kysely sees it, shared by every SQL dialect. Each dialect's
+// migrations create these tables with its own DDL; the columns and their meaning are equal.
+
+export interface ApplicationsTable {
+  client_id: string;
+  display_name: string;
+  description: string;
+  mode: string;
+  jwt_expiration_in_minutes: number;
+  /** JSON text, or null. */
+  external_token_validation: string | null;
+  /** Epoch milliseconds (PostgreSQL returns BIGINT as a string, hence the union). */
+  created_at: number | string;
+  updated_at: number | string;
+  etag: string;
+}
+
+export interface UsersTable {
+  application: string;
+  /** provider + U+001F + identifier: one column whose byte order is (provider, identifier). */
+  user_key: string;
+  provider: string;
+  identifier: string;
+  name: string;
+  avatar: string | null;
+  email: string;
+  email_normalized: string;
+  locale: string;
+  /** JSON array text. */
+  roles: string;
+  scopes: string;
+  created_at: number | string;
+  updated_at: number | string;
+  etag: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  name: string;
+  secret_digest: string;
+  roles: string;
+  applications: string | null;
+  created_at: number | string;
+  updated_at: number | string;
+  expires_at: number | string | null;
+  last_used_at: number | string | null;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
+}
+
+export interface Tables {
+  applications: ApplicationsTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  settings: SettingsTable;
+}
+
+// U+001F sorts below every character a provider may contain ('-' is the smallest), so the
+// byte order of user_key equals the byte order of the pair (provider, identifier), and one
+// provider's users form the contiguous range [provider + U+001F, provider + U+0020).
+// Identifiers never contain control characters, so the encoding is also unambiguous.
+const SEPARATOR = '\u001f';
+const AFTER_SEPARATOR = '\u0020';
+
+export function encodeUserKey(provider: string, identifier: string): string {
+  return provider + SEPARATOR + identifier;
+}
+
+export function providerKeyRange(provider: string): { from: string; to: string } {
+  return { from: provider + SEPARATOR, to: provider + AFTER_SEPARATOR };
+}

@@ -1,0 +1,33 @@
+import { DuplicateError, MissingParentError, StoreUnavailableError } from '../errors.js';
+
+interface SqliteErrorLike {
+  code?: unknown;
+  message?: unknown;
+}
+
+/** Translates a better-sqlite3 error into a store error; other errors pass through. */
+export function translateSqliteError(error: unknown): unknown {
+  const code = (error as SqliteErrorLike | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return error;
+  const options = { cause: error };
+  if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') {
+    return new DuplicateError('a row with this key exists', options);
+  }
+  if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+    return new MissingParentError('the referenced row does not exist', options);
+  }
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_READONLY')) {
+    return new StoreUnavailableError('the database cannot accept writes', 'writes', options);
+  }
+  if (
+    code.startsWith('SQLITE_BUSY') ||
+    code.startsWith('SQLITE_LOCKED') ||
+    code.startsWith('SQLITE_IOERR') ||
+    code.startsWith('SQLITE_CANTOPEN') ||
+    code === 'SQLITE_NOMEM' ||
+    code === 'SQLITE_PROTOCOL'
+  ) {
+    return new StoreUnavailableError('the database is unavailable', 'all', options);
+  }
+  return error;
+}

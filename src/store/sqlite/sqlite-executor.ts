@@ -1,0 +1,77 @@
+import type Database from 'better-sqlite3';
+import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
+import type { SqlExecutor, SqlFlavor } from '../sql/sql-executor.js';
+import { migrateToLatest } from '../sql/migrate.js';
+import type { Tables } from '../sql/tables.js';
+import { translateSqliteError } from './sqlite-errors.js';
+import { sqliteMigrations } from './sqlite-migrations.js';
+import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
+
+const sqliteFlavor: SqlFlavor = {
+  jsonArrayContains: (column, value) =>
+    sql<boolean>`exists (select 1 from json_each(${sql.ref(column)}) where json_each.value = ${value})`,
+};
+
+// Query shapes are few (filters combine in at most 16 ways) but IN-lists vary in length;
+// past this many distinct statements the cache starts over rather than growing.
+const STATEMENT_CACHE_LIMIT = 2000;
+
+export class SqliteExecutor implements SqlExecutor {
+  readonly kind = 'sqlite';
+  readonly db: Kysely<Tables>;
+  readonly flavor = sqliteFlavor;
+  readonly #database: Database.Database;
+  readonly #batcher: SqliteWriteBatcher;
+  readonly #statements = new Map<string, Database.Statement>();
+  readonly #ping: Database.Statement;
+
+  constructor(database: Database.Database) {
+    this.#database = database;
+    this.db = new Kysely<Tables>({ dialect: new SqliteDialect({ database }) });
+    this.#batcher = new SqliteWriteBatcher(database);
+    this.#ping = database.prepare('select 1');
+  }
+
+  select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
+    try {
+      return Promise.resolve(this.#prepare(query.sql).all(...query.parameters) as Row[]);
+    } catch (error) {
+      return Promise.reject(translateSqliteError(error));
+    }
+  }
+
+  write(statements: readonly CompiledQuery[]): Promise<number[]> {
+    // One writer connection: SQLite transactions are serializable already.
+    return this.#batcher.run(() =>
+      statements.map((query) => this.#prepare(query.sql).run(...query.parameters).changes),
+    );
+  }
+
+  ping(): Promise<void> {
+    try {
+      this.#ping.get();
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(translateSqliteError(error));
+    }
+  }
+
+  migrate(): Promise<void> {
+    return migrateToLatest(this.db as Kysely<unknown>, sqliteMigrations);
+  }
+
+  async close(): Promise<void> {
+    await this.#batcher.drain();
+    if (this.#database.open) this.#database.close();
+  }
+
+  #prepare(text: string): Database.Statement {
+    let statement = this.#statements.get(text);
+    if (statement === undefined) {
+      if (this.#statements.size >= STATEMENT_CACHE_LIMIT) this.#statements.clear();
+      statement = this.#database.prepare(text);
+      this.#statements.set(text, statement);
+    }
+    return statement;
+  }
+}

@@ -1,0 +1,32 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { SqlStore } from '../sql/sql-store.js';
+import type { Store } from '../store.js';
+import { SqliteExecutor } from './sqlite-executor.js';
+import { translateSqliteError } from './sqlite-errors.js';
+
+export interface SqliteStoreOptions {
+  /** A file path, or ':memory:'. */
+  path: string;
+  /** How long a statement waits for another process's lock before failing (CLI vs server). */
+  busyTimeoutMs?: number;
+}
+
+/** Opens (creating if needed) a SQLite database and returns the Store over it, unmigrated. */
+export function openSqliteStore(options: SqliteStoreOptions): Store {
+  const inMemory = options.path === ':memory:';
+  if (!inMemory) mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+  let database: Database.Database;
+  try {
+    database = new Database(options.path, { timeout: options.busyTimeoutMs ?? 2000 });
+    if (!inMemory) database.pragma('journal_mode = WAL');
+    // FULL: an acknowledged commit survives power loss, not only a process crash.
+    database.pragma('synchronous = FULL');
+    database.pragma('foreign_keys = ON');
+    database.pragma('cache_size = -32768');
+  } catch (error) {
+    throw translateSqliteError(error);
+  }
+  return new SqlStore(new SqliteExecutor(database));
+}

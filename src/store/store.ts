@@ -1,0 +1,171 @@
+// The storage seam of Tessera. Modules depend on these interfaces only; each backend
+// (sqlite/, postgres/) implements them and is run by the same contract suite
+// (store.contract.ts). Records are the domain's shape, not the wire's: timestamps are
+// epoch milliseconds and `etag` is the opaque version token a conditional write compares.
+//
+// Error contract shared by every method:
+// - DuplicateError: a unique key already exists (client_id, user identity, key digest).
+// - MissingParentError: the application a user belongs to does not exist.
+// - StoreUnavailableError: the database cannot answer now (gone, busy, full, read-only).
+
+export type ApplicationMode = 'internal' | 'external';
+
+export interface ApplicationRecord {
+  clientId: string;
+  displayName: string;
+  description: string;
+  mode: ApplicationMode;
+  jwtExpirationInMinutes: number;
+  /** Any JSON object, kept exactly as given; null when unset. */
+  externalTokenValidation: Record<string, unknown> | null;
+  createdAt: number;
+  updatedAt: number;
+  etag: string;
+}
+
+export interface UserIdentity {
+  clientId: string;
+  provider: string;
+  identifier: string;
+}
+
+export interface UserRecord extends UserIdentity {
+  name: string;
+  avatar: string | null;
+  email: string;
+  locale: string;
+  roles: string[];
+  scopes: string[];
+  createdAt: number;
+  updatedAt: number;
+  etag: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  /** Hex SHA-256 of the secret; the secret itself is never stored. */
+  secretDigest: string;
+  roles: string[];
+  /** The client_ids the key is restricted to; null means every application. */
+  applications: string[] | null;
+  createdAt: number;
+  /** Changes only when the key's grants change (the bootstrap key after an upgrade). */
+  updatedAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
+}
+
+/** A keyset page request: rows strictly after `after`, in the store's total order. */
+export interface PageQuery<Position> {
+  after: Position | null;
+  limit: number;
+}
+
+export interface ApplicationFilter {
+  /** When set, only these client_ids are visible (an API key's restriction). */
+  clientIds: readonly string[] | null;
+}
+
+export interface UserFilter {
+  clientId: string;
+  provider: string | null;
+  /** Compared case-insensitively (Unicode lower case). */
+  email: string | null;
+  role: string | null;
+  scope: string | null;
+}
+
+export interface UserPosition {
+  provider: string;
+  identifier: string;
+}
+
+export interface ApplicationRepository {
+  /** Inserts a new application. DuplicateError when the client_id exists. */
+  insertApplication(application: ApplicationRecord): Promise<void>;
+  /** The application, or undefined. */
+  findApplication(clientId: string): Promise<ApplicationRecord | undefined>;
+  /** Applications ordered by client_id (byte order), after the given client_id. */
+  listApplications(
+    filter: ApplicationFilter,
+    page: PageQuery<string>,
+  ): Promise<ApplicationRecord[]>;
+  /** How many applications match the filter. */
+  countApplications(filter: ApplicationFilter): Promise<number>;
+  /**
+   * Replaces the stored application when its etag still equals `expectedEtag`.
+   * False when it does not (changed meanwhile, or gone); nothing is written then.
+   */
+  replaceApplication(next: ApplicationRecord, expectedEtag: string): Promise<boolean>;
+  /**
+   * Deletes the application and all its users in one transaction, when its etag still
+   * equals `expectedEtag`. False when it does not (changed meanwhile, or gone).
+   */
+  deleteApplicationCascade(clientId: string, expectedEtag: string): Promise<boolean>;
+}
+
+export interface UserRepository {
+  /** Inserts a user. DuplicateError for an existing identity; MissingParentError without its application. */
+  insertUser(user: UserRecord): Promise<void>;
+  /** The user, or undefined. */
+  findUser(identity: UserIdentity): Promise<UserRecord | undefined>;
+  /** Users of one application matching every given filter, ordered by (provider, identifier) in byte order. */
+  listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
+  /** How many users match the filter. */
+  countUsers(filter: UserFilter): Promise<number>;
+  /** Replaces the user when its etag still equals `expectedEtag`; false otherwise. */
+  replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean>;
+  /** Deletes the user when its etag still equals `expectedEtag`; false otherwise. */
+  deleteUser(identity: UserIdentity, expectedEtag: string): Promise<boolean>;
+}
+
+export interface ApiKeyRepository {
+  /** Inserts a key. DuplicateError when the id or the secret digest exists. */
+  insertApiKey(key: ApiKeyRecord): Promise<void>;
+  /**
+   * Inserts the key only when the store holds no API key at all; returns whether it did.
+   * Atomic across instances sharing the database: two racing callers never both insert.
+   */
+  insertFirstApiKey(key: ApiKeyRecord): Promise<boolean>;
+  /** The key whose secret has this digest, or undefined. */
+  findApiKeyByDigest(secretDigest: string): Promise<ApiKeyRecord | undefined>;
+  /** The key, or undefined. */
+  findApiKey(id: string): Promise<ApiKeyRecord | undefined>;
+  /** Keys ordered by id, after the given id. */
+  listApiKeys(page: PageQuery<string>): Promise<ApiKeyRecord[]>;
+  /** How many keys exist. */
+  countApiKeys(): Promise<number>;
+  /** Sets the key's roles and restriction and clears its expiry (the bootstrap key's contract). */
+  updateApiKeyGrants(
+    id: string,
+    grants: { roles: string[]; applications: string[] | null; updatedAt: number },
+  ): Promise<void>;
+  /** Records a use; never moves last_used_at backwards. */
+  touchApiKey(id: string, usedAt: number): Promise<void>;
+  /** Deletes (revokes) the key; false when it did not exist. */
+  deleteApiKey(id: string): Promise<boolean>;
+}
+
+export interface SettingRepository {
+  /**
+   * The stored value of a setting, creating it from `initial` when absent. Every caller,
+   * on every instance, gets the same value (the first one written wins).
+   */
+  getOrCreateSetting(name: string, initial: string): Promise<string>;
+}
+
+export interface Store {
+  readonly applications: ApplicationRepository;
+  readonly users: UserRepository;
+  readonly apiKeys: ApiKeyRepository;
+  readonly settings: SettingRepository;
+  /** Which backend this is, for logs and health output. */
+  readonly kind: 'sqlite' | 'postgres';
+  /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */
+  ping(): Promise<void>;
+  /** Applies pending migrations; safe to call from several processes at once. */
+  migrate(): Promise<void>;
+  /** Finishes acknowledged work and releases the database. */
+  close(): Promise<void>;
+}
