@@ -10,7 +10,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerJsonBodies } from './http/content-types.js';
-import { registerErrorHandling, sendProblem, toProblem } from './http/error-handler.js';
+import {
+  handleClientError,
+  registerErrorHandling,
+  sendProblem,
+  toProblem,
+} from './http/error-handler.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CursorCodec } from './http/pagination.js';
 import { indexRoutes } from './http/route-index.js';
@@ -85,6 +90,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     requestTimeout: 30_000,
     keepAliveTimeout: 72_000,
+    clientErrorHandler: handleClientError,
     frameworkErrors: function reportFrameworkError(error, request, reply) {
       sendProblem(request, reply, toProblem(error));
     },

@@ -11,6 +11,7 @@ export const problemKinds = {
   forbidden: { status: 403, title: 'Not allowed' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'request-timeout': { status: 408, title: 'Request timeout' },
   conflict: { status: 409, title: 'Conflict' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'payload-too-large': { status: 413, title: 'Request body too large' },
@@ -84,17 +85,18 @@ export interface ProblemBody {
   title: string;
   status: number;
   detail: string;
-  instance: string;
+  /** The request path; absent only when the request could not even be read. */
+  instance?: string;
   errors?: InvalidParam[];
 }
 
-export function toProblemBody(error: ProblemError, instance: string): ProblemBody {
+export function toProblemBody(error: ProblemError, instance: string | undefined): ProblemBody {
   const body: ProblemBody = {
     type: PROBLEM_TYPE_BASE + error.kind,
     title: error.title,
     status: error.status,
     detail: error.detail,
-    instance,
+    ...(instance === undefined ? {} : { instance }),
   };
   if (error.errors !== undefined) body.errors = error.errors;
   return body;

@@ -2,6 +2,8 @@
 // an unknown route — leaves as RFC 9457 problem details. A 5xx never shows its cause: the
 // log gets the error, the client gets the request id to quote.
 
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type ProblemError, invalid, problem, toProblemBody } from '../problems.js';
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../store/errors.js';
@@ -77,22 +79,16 @@ export function toProblem(error: unknown): ProblemError {
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, failure: ProblemError) {
   const body = toProblemBody(failure, requestPath(request));
   if (failure.status === 500) body.detail = `${failure.detail} Quote request id ${request.id}.`;
-  return reply.status(failure.status).headers(failure.headers).type(PROBLEM_MEDIA_TYPE).send(body);
+  // Sent as bytes: Fastify would append "; charset=utf-8" to any JSON-like type it
+  // serializes, and application/problem+json is registered without parameters (RFC 9457).
+  return reply
+    .status(failure.status)
+    .headers(failure.headers)
+    .header('content-type', PROBLEM_MEDIA_TYPE)
+    .send(Buffer.from(JSON.stringify(body)));
 }
 
 export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex): void {
-  // Fastify appends "; charset=utf-8" to every JSON-like type; application/problem+json is
-  // registered without parameters (RFC 9457, RFC 8259), so send it exactly.
-  app.addHook('onSend', function sendProblemMediaType(_request, reply, payload, done) {
-    if (reply.statusCode >= 400) {
-      const type = reply.getHeader('content-type');
-      if (typeof type === 'string' && type.startsWith(PROBLEM_MEDIA_TYPE)) {
-        reply.header('content-type', PROBLEM_MEDIA_TYPE);
-      }
-    }
-    done(null, payload);
-  });
-
   app.setErrorHandler(function handleError(error, request, reply) {
     const failure = toProblem(error);
     if (failure.status >= 500) {
@@ -124,4 +120,33 @@ export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex):
       problem('not-found', `No route ${request.method} ${requestPath(request)}.`),
     );
   });
+}
+
+/**
+ * Errors Node.js meets before Fastify sees a request (headers too large, a request that
+ * never finishes arriving, unparseable HTTP), answered as problem details too.
+ */
+export function handleClientError(
+  error: Error & { code?: string; rawPacket?: unknown },
+  socket: Socket,
+): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const failure =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? problem('headers-too-large', 'The request headers exceed 16 KiB.')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? problem('request-timeout', 'The request did not arrive in time.')
+        : problem('malformed-request', 'The request is not valid HTTP.');
+  const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket : Buffer.alloc(0);
+  const requestLine = packet.toString('latin1').split('\r\n', 1)[0] ?? '';
+  const path = /^[A-Z]+ (\/[^ ?]*)/.exec(requestLine)?.[1];
+  const body = JSON.stringify(toProblemBody(failure, path));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status]}\r\n` +
+        `Content-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('loadConfig', () => {
+  it('defaults to the embedded SQLite store on 127.0.0.1:8080', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1');
+    assert.deepEqual(config.database, { kind: 'sqlite', path: resolve('data/tessera.db') });
+    assert.equal(config.dataDir, resolve('data'));
+    assert.equal(config.bootstrapApiKey, null);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.rateLimitPerMinute, 60_000);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'sqlite:/var/lib/tessera/t.db',
+      IAM_BOOTSTRAP_API_KEY: 'k'.repeat(40),
+      LOG_LEVEL: 'debug',
+      IAM_RATE_LIMIT_PER_MINUTE: '0',
+      IAM_TRUST_PROXY: 'true',
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.host, '0.0.0.0');
+    assert.deepEqual(config.database, { kind: 'sqlite', path: '/var/lib/tessera/t.db' });
+    assert.equal(config.dataDir, '/var/lib/tessera');
+    assert.equal(config.bootstrapApiKey, 'k'.repeat(40));
+    assert.equal(config.logLevel, 'debug');
+    assert.equal(config.rateLimitPerMinute, 0);
+    assert.equal(config.trustProxy, true);
+  });
+
+  it('treats empty variables as unset', () => {
+    assert.equal(loadConfig({ PORT: '', IAM_BOOTSTRAP_API_KEY: '' }).port, 8080);
+    assert.equal(loadConfig({ IAM_BOOTSTRAP_API_KEY: '' }).bootstrapApiKey, null);
+  });
+
+  it('understands every DATABASE_URL form', () => {
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).database, {
+      kind: 'sqlite',
+      path: ':memory:',
+    });
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:///srv/t.db' }).database, {
+      kind: 'sqlite',
+      path: '/srv/t.db',
+    });
+    for (const url of ['postgres://u@h/db', 'postgresql://u@h:5432/db']) {
+      assert.deepEqual(loadConfig({ DATABASE_URL: url }).database, { kind: 'postgres', url });
+    }
+  });
+
+  const invalid: [string, Record<string, string>][] = [
+    ['a non-numeric PORT', { PORT: 'eighty' }],
+    ['a PORT above 65535', { PORT: '70000' }],
+    ['an unknown database scheme', { DATABASE_URL: 'mysql://x' }],
+    ['an empty SQLite path', { DATABASE_URL: 'sqlite:' }],
+    ['a bootstrap key with a space', { IAM_BOOTSTRAP_API_KEY: 'two words' }],
+    ['an unknown LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['a negative rate limit', { IAM_RATE_LIMIT_PER_MINUTE: '-1' }],
+  ];
+  for (const [name, env] of invalid) {
+    it(`refuses ${name}, naming the variable`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          Object.keys(env).some((name) => error.message.includes(name)),
+      );
+    });
+  }
+
+  it('never repeats a refused bootstrap key in its message', () => {
+    assert.throws(
+      () => loadConfig({ IAM_BOOTSTRAP_API_KEY: 'secret with spaces' }),
+      (error: unknown) =>
+        error instanceof ConfigError && !error.message.includes('secret with spaces'),
+    );
+  });
+});

@@ -1,0 +1,173 @@
+// End to end, as a newcomer meets Tessera: `npm start` on a fresh data directory, the
+// first-start key file, real HTTP, a graceful stop, and a restart that finds the data.
+
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+const repository = new URL('..', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface RunningServer {
+  process: ChildProcess;
+  baseUrl: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+async function npmStart(env: Record<string, string>): Promise<RunningServer> {
+  const port = await freePort();
+  let output = '';
+  const child = spawn('npm', ['start'], {
+    cwd: repository,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
+    try {
+      const response = await fetch(`${baseUrl}/healthz`);
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`npm start did not become healthy:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { process: child, baseUrl, output: () => output, exited };
+}
+
+async function stop(server: RunningServer): Promise<number | null> {
+  server.process.kill('SIGTERM');
+  return server.exited;
+}
+
+function api(server: RunningServer, key: string) {
+  return async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${server.baseUrl}/iam/api/v1${path}`, {
+      method,
+      headers: {
+        authorization: `apikey ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: text ? JSON.parse(text) : null,
+    };
+  };
+}
+
+describe('npm start, end to end', { timeout: 240_000 }, () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-e2e-'));
+  const databaseUrl = `sqlite:${join(dataDir, 'tessera.db')}`;
+  const identifier = 'CN=Ada Lovelace,OU=R&D/x%y';
+  let first: RunningServer | undefined;
+  let adminKey = '';
+
+  before(async () => {
+    first = await npmStart({ DATABASE_URL: databaseUrl });
+  });
+
+  after(() => {
+    first?.process.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('writes the first-start key to <data dir>/admin-api-key, mode 0600, and logs only its path', () => {
+    const keyFile = join(dataDir, 'admin-api-key');
+    assert.equal(statSync(keyFile).mode & 0o777, 0o600);
+    adminKey = readFileSync(keyFile, 'utf8').trim();
+    assert.match(adminKey, /^tsr_[A-Za-z0-9_-]{43}$/);
+    assert.ok(first!.output().includes(keyFile), 'the log names the key file');
+    assert.ok(!first!.output().includes(adminKey), 'the log never contains the key');
+  });
+
+  it('serves the API over HTTP with that key', async () => {
+    const call = api(first!, adminKey);
+    const created = await call('POST', '/applications', {
+      client_id: 'billing-web',
+      display_name: 'Billing',
+      description: 'Invoices',
+    });
+    assert.equal(created.status, 201);
+    const user = await call('POST', '/applications/billing-web/users', {
+      identifier,
+      provider: 'azure_saml',
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      locale: 'en-GB',
+      roles: ['admin'],
+      scopes: ['org:acme'],
+    });
+    assert.equal(user.status, 201);
+    assert.equal(
+      user.headers.get('location'),
+      `/iam/api/v1/applications/billing-web/users/azure_saml/${encodeURIComponent(identifier)}`,
+    );
+    const unauthenticated = await fetch(`${first!.baseUrl}/iam/api/v1/applications`);
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(unauthenticated.headers.get('www-authenticate'), 'apikey');
+  });
+
+  it('stops gracefully on SIGTERM with exit code 0', async () => {
+    assert.equal(await stop(first!), 0);
+    assert.match(first!.output(), /"msg":"stopped"/);
+  });
+
+  it('finds everything again after a restart, and honours IAM_BOOTSTRAP_API_KEY', async () => {
+    const bootstrapKey = 'e2e-bootstrap-key-0123456789abcdef0123456789';
+    const second = await npmStart({
+      DATABASE_URL: databaseUrl,
+      IAM_BOOTSTRAP_API_KEY: bootstrapKey,
+    });
+    try {
+      const asBootstrap = api(second, bootstrapKey);
+      const user = await asBootstrap(
+        'GET',
+        `/applications/billing-web/users/azure_saml/${encodeURIComponent(identifier)}`,
+      );
+      assert.equal(user.status, 200);
+      assert.equal(user.body.identifier, identifier);
+      assert.equal(user.body.name, 'Ada Lovelace');
+      const withOldKey = await api(second, adminKey)('GET', '/applications/billing-web');
+      assert.equal(withOldKey.status, 200);
+      const keys = await asBootstrap('GET', '/api-keys');
+      assert.equal(keys.status, 200);
+      assert.equal(keys.body.items.length, 2, 'the first-start key and the bootstrap key, no more');
+      assert.ok(
+        !second.output().includes(bootstrapKey),
+        'the log never contains the bootstrap key',
+      );
+    } finally {
+      assert.equal(await stop(second), 0);
+    }
+  });
+});

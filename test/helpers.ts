@@ -1,0 +1,222 @@
+// Building blocks for HTTP-level specs: the real app on a real (in-memory SQLite) store,
+// a controllable clock, keys with any roles, and request helpers.
+
+import { Writable } from 'node:stream';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import pino from 'pino';
+import { API_PREFIX, buildApp, createServices, type Services } from '../src/app.js';
+import type { Clock } from '../src/clock.js';
+import { registerTypeBoxFormats } from '../src/http/formats.js';
+import { ROLES, type Role } from '../src/roles.js';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../src/store/store.js';
+
+registerTypeBoxFormats();
+
+export const START_TIME = Date.parse('2026-01-01T00:00:00.000Z');
+
+/** A clock that moves only when told to. */
+export class TestClock implements Clock {
+  constructor(private current = START_TIME) {}
+  now(): number {
+    return this.current;
+  }
+  advance(milliseconds: number): void {
+    this.current += milliseconds;
+  }
+}
+
+export interface TestContext {
+  app: FastifyInstance;
+  store: Store;
+  services: Services;
+  clock: TestClock;
+  /** An all-roles, unrestricted key. */
+  adminKey: string;
+  /** Every log line the app wrote, as parsed JSON objects. */
+  logs: Record<string, unknown>[];
+  /** Creates a key directly (as the operator) and returns its secret. */
+  createKey(grants?: {
+    roles?: readonly Role[];
+    applications?: readonly string[] | null;
+    expiresAt?: number | null;
+    name?: string;
+  }): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function buildTestApp(
+  options: {
+    rateLimitPerMinute?: number;
+    store?: Store;
+    clock?: TestClock;
+    logLevel?: string;
+  } = {},
+): Promise<TestContext> {
+  const store = options.store ?? openSqliteStore({ path: ':memory:' });
+  await store.migrate();
+  const clock = options.clock ?? new TestClock();
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: options.logLevel ?? 'debug' },
+    new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
+        }
+        callback();
+      },
+    }),
+  );
+  const services = createServices({ store, clock, log: logger });
+  const app = await buildApp({
+    store,
+    services,
+    logger,
+    rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+    trustProxy: false,
+    version: 'test',
+  });
+  await app.ready();
+  const createKey: TestContext['createKey'] = async (grants = {}) => {
+    const issued = await services.apiKeys.createApiKey('operator', {
+      name: grants.name ?? 'test key',
+      roles: grants.roles ?? ROLES,
+      applications: grants.applications ?? null,
+      expiresAt: grants.expiresAt ?? null,
+    });
+    return issued.secret;
+  };
+  const adminKey = await createKey({ name: 'admin' });
+  return {
+    app,
+    store,
+    services,
+    clock,
+    adminKey,
+    logs,
+    createKey,
+    close: async () => {
+      await app.close();
+      await store.close();
+    },
+  };
+}
+
+export interface CallOptions {
+  /** The API key; defaults to the admin key. `null` sends no Authorization header. */
+  key?: string | null;
+  body?: unknown;
+  /** Sent as-is, without JSON encoding. */
+  rawBody?: string | Buffer;
+  contentType?: string | null;
+  headers?: Record<string, string>;
+}
+
+/** Calls the API under /iam/api/v1 (or an absolute path starting with //). */
+export async function call(
+  ctx: TestContext,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  const key = options.key === undefined ? ctx.adminKey : options.key;
+  if (key !== null) headers.authorization = `apikey ${key}`;
+  let payload: string | Buffer | undefined;
+  if (options.rawBody !== undefined) payload = options.rawBody;
+  else if (options.body !== undefined) payload = JSON.stringify(options.body);
+  if (payload !== undefined && options.contentType !== null) {
+    headers['content-type'] =
+      options.contentType ??
+      (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json');
+  }
+  const url = path.startsWith('//') ? path.slice(1) : `${API_PREFIX}${path}`;
+  return ctx.app.inject({
+    method: method as 'GET',
+    url,
+    headers,
+    ...(payload === undefined ? {} : { payload }),
+  });
+}
+
+/** Percent-encodes one path segment (what a URL client does with an identifier). */
+export const seg = encodeURIComponent;
+
+export function userPath(clientId: string, provider: string, identifier: string): string {
+  return `/applications/${seg(clientId)}/users/${seg(provider)}/${seg(identifier)}`;
+}
+
+export function applicationBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    client_id: 'billing-web',
+    display_name: 'Billing',
+    description: 'Invoices and payments',
+    ...overrides,
+  };
+}
+
+export function userBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    identifier: '108234823498234',
+    provider: 'google_oauth2',
+    name: 'Ada Lovelace',
+    email: 'ada@example.com',
+    locale: 'en-GB',
+    roles: ['admin'],
+    scopes: ['org:acme'],
+    ...overrides,
+  };
+}
+
+/** Creates an application (default: billing-web) and fails loudly if that does not work. */
+export async function createApplication(
+  ctx: TestContext,
+  overrides: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
+  const response = await call(ctx, 'POST', '/applications', { body: applicationBody(overrides) });
+  if (response.statusCode !== 201) {
+    throw new Error(`could not create application: ${response.statusCode} ${response.body}`);
+  }
+  return response.json();
+}
+
+export async function createUser(
+  ctx: TestContext,
+  clientId: string,
+  overrides: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
+  const response = await call(ctx, 'POST', `/applications/${seg(clientId)}/users`, {
+    body: userBody(overrides),
+  });
+  if (response.statusCode !== 201) {
+    throw new Error(`could not create user: ${response.statusCode} ${response.body}`);
+  }
+  return response.json();
+}
+
+/** Asserts the RFC 9457 shape and returns the parsed problem. */
+export function problemOf(response: LightMyRequestResponse, status: number) {
+  if (response.statusCode !== status) {
+    throw new Error(`expected ${status}, got ${response.statusCode}: ${response.body}`);
+  }
+  if (response.headers['content-type'] !== 'application/problem+json') {
+    throw new Error(
+      `expected application/problem+json, got ${String(response.headers['content-type'])}`,
+    );
+  }
+  const body = response.json<{
+    type: string;
+    title: string;
+    status: number;
+    detail: string;
+    instance: string;
+    errors?: { pointer?: string; parameter?: string; detail: string }[];
+  }>();
+  for (const member of ['type', 'title', 'detail', 'instance'] as const) {
+    if (typeof body[member] !== 'string')
+      throw new Error(`problem lacks ${member}: ${response.body}`);
+  }
+  if (body.status !== status) throw new Error(`problem status ${body.status} != ${status}`);
+  return body;
+}

@@ -1,0 +1,325 @@
+// HTTP rules that hold for every route: unknown routes and methods, body limits and media
+// types, malformed and hostile JSON, request ids, and the store becoming unavailable.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import {
+  applicationBody,
+  buildTestApp,
+  call,
+  createApplication,
+  problemOf,
+  type TestContext,
+} from './helpers.js';
+
+describe('HTTP protocol rules', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await buildTestApp();
+    await createApplication(ctx);
+  });
+  after(() => ctx.close());
+
+  describe('unknown routes', () => {
+    for (const path of [
+      '/iam/api/v1/nope',
+      '/iam/api/v2/applications',
+      '/nope',
+      '/iam/api/v1/applications/a/b',
+    ]) {
+      it(`answers 404 for ${path}, with or without a key`, async () => {
+        for (const key of [null, ctx.adminKey]) {
+          const response = await call(ctx, 'GET', `/${path}`, { key });
+          const problem = problemOf(response, 404);
+          assert.equal(problem.instance, path);
+          assert.equal(problem.type, 'https://tessera.dev/problems/not-found');
+        }
+      });
+    }
+  });
+
+  describe('methods not allowed on a known path', () => {
+    const cases: [string, string, string][] = [
+      ['DELETE', '/applications', 'GET, HEAD, POST'],
+      ['PUT', '/applications', 'GET, HEAD, POST'],
+      ['POST', '/applications/billing-web', 'DELETE, GET, HEAD, PATCH, PUT'],
+      ['DELETE', '/applications/billing-web/users', 'GET, HEAD, POST'],
+      [
+        'POST',
+        '/applications/billing-web/users/google_oauth2/x%2Fy',
+        'DELETE, GET, HEAD, PATCH, PUT',
+      ],
+      ['PATCH', '/api-keys/some-id', 'DELETE, GET, HEAD'],
+      ['OPTIONS', '/api-keys', 'GET, HEAD, POST'],
+    ];
+    for (const [method, path, allow] of cases) {
+      it(`answers 405 with Allow: ${allow} for ${method} ${path}`, async () => {
+        const response = await call(ctx, method, path);
+        problemOf(response, 405);
+        assert.equal(response.headers.allow, allow);
+      });
+    }
+
+    it('answers 405 on the operational endpoints too', async () => {
+      const response = await call(ctx, 'POST', '//healthz', { key: null });
+      problemOf(response, 405);
+      assert.equal(response.headers.allow, 'GET, HEAD');
+    });
+  });
+
+  describe('request bodies', () => {
+    it('answers 413 for a body over 256 KiB', async () => {
+      const padding = 'x'.repeat(256 * 1024);
+      const response = await call(ctx, 'POST', '/applications', {
+        rawBody: JSON.stringify(applicationBody({ description: padding })),
+      });
+      const problem = problemOf(response, 413);
+      assert.match(problem.detail, /256 KiB/);
+    });
+
+    it('reads a body of exactly 256 KiB (and judges it on its content)', async () => {
+      const body = JSON.stringify(applicationBody({ client_id: 'exact', description: '' }));
+      const padded = body.slice(0, -1) + ' '.repeat(256 * 1024 - Buffer.byteLength(body)) + '}';
+      assert.equal(Buffer.byteLength(padded), 256 * 1024);
+      const response = await call(ctx, 'POST', '/applications', { rawBody: padded });
+      assert.equal(response.statusCode, 201);
+    });
+
+    const unsupported = [
+      'text/plain',
+      'application/xml',
+      'application/x-www-form-urlencoded',
+      'application/jsonp',
+      'application/json-patch+json',
+      'application/json; charset=latin1',
+    ];
+    for (const contentType of unsupported) {
+      it(`answers 415 for Content-Type: ${contentType}`, async () => {
+        const response = await call(ctx, 'POST', '/applications', {
+          body: applicationBody({ client_id: 'never' }),
+          contentType,
+        });
+        problemOf(response, 415);
+        assert.equal((await call(ctx, 'GET', '/applications/never')).statusCode, 404);
+      });
+    }
+
+    it('answers 415 for merge-patch on POST and PUT, and takes it on PATCH', async () => {
+      const contentType = 'application/merge-patch+json';
+      problemOf(
+        await call(ctx, 'POST', '/applications', { body: applicationBody(), contentType }),
+        415,
+      );
+      problemOf(
+        await call(ctx, 'PUT', '/applications/billing-web', {
+          body: applicationBody(),
+          contentType,
+        }),
+        415,
+      );
+      const patched = await call(ctx, 'PATCH', '/applications/billing-web', {
+        body: { description: 'patched' },
+        contentType,
+      });
+      assert.equal(patched.statusCode, 200);
+    });
+
+    for (const contentType of [
+      'application/json; charset=utf-8',
+      'Application/JSON',
+      'application/json;charset="UTF-8"',
+    ]) {
+      it(`accepts Content-Type: ${contentType}`, async () => {
+        const clientId = `ct-${contentType.length}-${contentType.charCodeAt(0)}`;
+        const response = await call(ctx, 'POST', '/applications', {
+          body: applicationBody({ client_id: clientId }),
+          contentType,
+        });
+        assert.equal(response.statusCode, 201);
+      });
+    }
+
+    const malformed: [string, string][] = [
+      ['an empty body', ''],
+      ['truncated JSON', '{"client_id":'],
+      ['trailing garbage', '{"client_id":"x"} extra'],
+      ['a bare string', '"x"'],
+      ['single quotes', "{'client_id':'x'}"],
+      ['NaN', '{"jwt_expiration_in_minutes": NaN}'],
+    ];
+    for (const [name, rawBody] of malformed) {
+      it(`answers 400 for ${name}`, async () => {
+        const response = await call(ctx, 'POST', '/applications', { rawBody });
+        problemOf(response, 400);
+      });
+    }
+
+    it('answers 400, without crashing, for JSON nested thousands deep', async () => {
+      for (const rawBody of [
+        '['.repeat(50_000) + ']'.repeat(50_000),
+        '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000),
+      ]) {
+        const problem = problemOf(await call(ctx, 'POST', '/applications', { rawBody }), 400);
+        assert.match(problem.detail, /nested deeper/);
+      }
+      assert.equal((await call(ctx, 'GET', '//healthz', { key: null })).statusCode, 200);
+    });
+
+    it('counts nesting outside strings only', async () => {
+      const response = await call(ctx, 'POST', '/applications', {
+        body: applicationBody({ client_id: 'brackets', description: '[[[[{{{{'.repeat(100) }),
+      });
+      assert.equal(response.statusCode, 201);
+    });
+
+    it('refuses prototype-poisoning members with 400', async () => {
+      for (const rawBody of [
+        '{"client_id":"p1","display_name":"P","description":"","external_token_validation":{"__proto__":{"polluted":true}}}',
+        '{"client_id":"p2","display_name":"P","description":"","external_token_validation":{"constructor":{"prototype":{"polluted":true}}}}',
+      ]) {
+        problemOf(await call(ctx, 'POST', '/applications', { rawBody }), 400);
+      }
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    });
+
+    it('answers 400 for a POST without a body', async () => {
+      const problem = problemOf(await call(ctx, 'POST', '/applications', {}), 400);
+      assert.equal(problem.errors?.[0]?.pointer, '');
+    });
+  });
+
+  describe('URLs', () => {
+    it('answers 400 for invalid percent-encoding', async () => {
+      const response = await call(ctx, 'GET', '/applications/billing-web/users/google_oauth2/%FF');
+      problemOf(response, 400);
+    });
+
+    it('answers HEAD like GET, without a body', async () => {
+      const response = await ctx.app.inject({
+        method: 'HEAD',
+        url: '/iam/api/v1/applications/billing-web',
+        headers: { authorization: `apikey ${ctx.adminKey}` },
+      });
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.body, '');
+      assert.match(String(response.headers.etag), /^"[^"]+"$/);
+    });
+  });
+
+  describe('representations', () => {
+    it('sends JSON as application/json; charset=utf-8 and problems as application/problem+json', async () => {
+      const ok = await call(ctx, 'GET', '/applications/billing-web');
+      assert.equal(ok.headers['content-type'], 'application/json; charset=utf-8');
+      const missing = await call(ctx, 'GET', '/applications/missing');
+      assert.equal(missing.headers['content-type'], 'application/problem+json');
+    });
+  });
+
+  describe('request ids', () => {
+    it('echoes a well-formed X-Request-Id and generates one otherwise', async () => {
+      const given = await call(ctx, 'GET', '/applications', {
+        headers: { 'x-request-id': 'trace-42.a:b' },
+      });
+      assert.equal(given.headers['x-request-id'], 'trace-42.a:b');
+      const hostile = await call(ctx, 'GET', '/applications', {
+        headers: { 'x-request-id': 'x'.repeat(200) },
+      });
+      assert.match(String(hostile.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+      const none = await call(ctx, 'GET', '/applications');
+      assert.match(String(none.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    });
+  });
+});
+
+describe('when the database cannot take writes', () => {
+  let directory: string;
+  let ctx: TestContext;
+  let blocker: Database.Database;
+
+  before(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'tessera-busy-'));
+    const path = join(directory, 'tessera.db');
+    ctx = await buildTestApp({ store: openSqliteStore({ path, busyTimeoutMs: 50 }) });
+    await createApplication(ctx);
+    // Another process holding the write lock: the situation an operator creates with a
+    // long-running `tessera` command or a backup tool writing to the same file.
+    blocker = new Database(path);
+    blocker.exec('BEGIN IMMEDIATE');
+  });
+
+  after(async () => {
+    if (blocker.inTransaction) blocker.exec('ROLLBACK');
+    blocker.close();
+    await ctx.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('answers writes with 503 and Retry-After, changing nothing', async () => {
+    const response = await call(ctx, 'POST', '/applications', {
+      body: applicationBody({ client_id: 'later' }),
+    });
+    const problem = problemOf(response, 503);
+    assert.equal(response.headers['retry-after'], '2');
+    assert.doesNotMatch(problem.detail, /SQLITE|sqlite|\.db/);
+  });
+
+  it('keeps serving reads', async () => {
+    assert.equal((await call(ctx, 'GET', '/applications/billing-web')).statusCode, 200);
+    assert.equal((await call(ctx, 'GET', '/applications/later')).statusCode, 404);
+  });
+
+  it('accepts writes again once the lock is gone, without a restart', async () => {
+    blocker.exec('ROLLBACK');
+    const response = await call(ctx, 'POST', '/applications', {
+      body: applicationBody({ client_id: 'later' }),
+    });
+    assert.equal(response.statusCode, 201);
+  });
+});
+
+describe('errors before a request is parsed (real sockets)', () => {
+  let ctx: TestContext;
+  let port = 0;
+  before(async () => {
+    ctx = await buildTestApp();
+    await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (ctx.app.server.address() as { port: number }).port;
+  });
+  after(() => ctx.close());
+
+  function rawExchange(request: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(request));
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  it('answers headers over 16 KiB with a 431 problem', async () => {
+    const answer = await rawExchange(
+      `GET /iam/api/v1/applications HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
+    assert.match(answer, /^HTTP\/1\.1 431 /);
+    assert.match(answer, /\r\nContent-Type: application\/problem\+json\r\n/);
+    const body = JSON.parse(answer.split('\r\n\r\n')[1]!);
+    assert.equal(body.status, 431);
+    assert.equal(body.instance, '/iam/api/v1/applications');
+  });
+
+  it('answers unparseable HTTP with a 400 problem', async () => {
+    const answer = await rawExchange('NOT HTTP AT ALL\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.equal(
+      JSON.parse(answer.split('\r\n\r\n')[1]!).type,
+      'https://tessera.dev/problems/malformed-request',
+    );
+  });
+});

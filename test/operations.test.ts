@@ -1,0 +1,133 @@
+// The endpoints operators and tooling use: health, readiness, metrics, the OpenAPI document
+// and the interactive reference.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { buildTestApp, call, createApplication, problemOf, type TestContext } from './helpers.js';
+
+describe('operational endpoints', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await buildTestApp();
+    await createApplication(ctx);
+  });
+  after(() => ctx.close());
+
+  it('GET /healthz answers 200 without a key', async () => {
+    const response = await call(ctx, 'GET', '//healthz', { key: null });
+    assert.equal(response.statusCode, 200);
+    assert.deepEqual(response.json(), { status: 'ok' });
+  });
+
+  it('GET /readyz answers 200 while the store answers', async () => {
+    const response = await call(ctx, 'GET', '//readyz', { key: null });
+    assert.equal(response.statusCode, 200);
+    assert.deepEqual(response.json(), { status: 'ready' });
+  });
+
+  describe('GET /metrics', () => {
+    it('exposes request counts and latency by route pattern and status', async () => {
+      await call(ctx, 'GET', '/applications/billing-web');
+      await call(ctx, 'GET', '/applications/some-missing-app');
+      await call(ctx, 'GET', '/applications', { key: null });
+      const response = await call(ctx, 'GET', '//metrics', { key: null });
+      assert.equal(response.statusCode, 200);
+      assert.match(String(response.headers['content-type']), /^text\/plain/);
+      const text = response.body;
+      assert.match(
+        text,
+        /tessera_http_requests_total\{method="GET",route="\/iam\/api\/v1\/applications\/:client_id",status="200"\} 1/,
+      );
+      assert.match(
+        text,
+        /tessera_http_requests_total\{method="GET",route="\/iam\/api\/v1\/applications\/:client_id",status="404"\} 1/,
+      );
+      assert.match(
+        text,
+        /tessera_http_requests_total\{method="GET",route="\/iam\/api\/v1\/applications",status="401"\} 1/,
+      );
+      assert.match(
+        text,
+        /tessera_http_request_duration_seconds_bucket\{le="0.005",method="GET",route=/,
+      );
+      assert.match(text, /tessera_process_resident_memory_bytes/);
+      assert.doesNotMatch(text, /some-missing-app/, 'raw URLs never become labels');
+    });
+  });
+
+  describe('GET /openapi.json', () => {
+    it('is an OpenAPI 3.1 document covering every API route', async () => {
+      const response = await call(ctx, 'GET', '//openapi.json', { key: null });
+      assert.equal(response.statusCode, 200);
+      const document = response.json();
+      assert.equal(document.openapi, '3.1.0');
+      const operations = Object.entries(
+        document.paths as Record<string, Record<string, unknown>>,
+      ).flatMap(([path, methods]) =>
+        Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
+      );
+      for (const expected of [
+        'POST /iam/api/v1/applications',
+        'GET /iam/api/v1/applications',
+        'GET /iam/api/v1/applications/{client_id}',
+        'PUT /iam/api/v1/applications/{client_id}',
+        'PATCH /iam/api/v1/applications/{client_id}',
+        'DELETE /iam/api/v1/applications/{client_id}',
+        'POST /iam/api/v1/applications/{client_id}/users',
+        'GET /iam/api/v1/applications/{client_id}/users',
+        'GET /iam/api/v1/applications/{client_id}/users/{provider}/{identifier}',
+        'PUT /iam/api/v1/applications/{client_id}/users/{provider}/{identifier}',
+        'PATCH /iam/api/v1/applications/{client_id}/users/{provider}/{identifier}',
+        'DELETE /iam/api/v1/applications/{client_id}/users/{provider}/{identifier}',
+        'POST /iam/api/v1/api-keys',
+        'GET /iam/api/v1/api-keys',
+        'GET /iam/api/v1/api-keys/{id}',
+        'DELETE /iam/api/v1/api-keys/{id}',
+        'GET /healthz',
+        'GET /readyz',
+        'GET /metrics',
+      ]) {
+        assert.ok(operations.includes(expected), `${expected} is documented`);
+      }
+      assert.equal(document.components.securitySchemes.apiKey.type, 'apiKey');
+    });
+
+    it('documents the same schemas that validate requests', async () => {
+      const document = (await call(ctx, 'GET', '//openapi.json', { key: null })).json();
+      const create = document.paths['/iam/api/v1/applications'].post;
+      const schema = create.requestBody.content['application/json'].schema;
+      assert.equal(schema.additionalProperties, false);
+      assert.deepEqual([...schema.required].sort(), ['client_id', 'description', 'display_name']);
+      assert.equal(schema.properties.client_id.maxLength, 128);
+      assert.equal(schema.properties.jwt_expiration_in_minutes.maximum, 43200);
+      assert.ok(create.responses['409'].content['application/problem+json']);
+      assert.deepEqual(create.security, [{ apiKey: [] }]);
+    });
+  });
+
+  it('GET /docs serves the interactive reference from the service itself (no CDN)', async () => {
+    const page = await ctx.app.inject({ method: 'GET', url: '/docs/' });
+    assert.equal(page.statusCode, 200);
+    assert.match(String(page.headers['content-type']), /^text\/html/);
+    const externalAssets = page.body.match(/(?:src|href)="(https?:)?\/\/[^"]+"/g) ?? [];
+    assert.deepEqual(externalAssets, []);
+    const script = page.body.match(/src="([^"]+\.js)"/)?.[1];
+    assert.ok(script, 'the page loads a script');
+    const asset = await ctx.app.inject({
+      method: 'GET',
+      url: new URL(script, 'http://x/docs/').pathname,
+    });
+    assert.equal(asset.statusCode, 200);
+  });
+});
+
+describe('GET /readyz when the store is gone', () => {
+  it('answers 503 with a problem body', async () => {
+    const ctx = await buildTestApp();
+    await ctx.store.close();
+    const response = await call(ctx, 'GET', '//readyz', { key: null });
+    problemOf(response, 503);
+    assert.equal(response.headers['retry-after'], '2');
+    await ctx.app.close();
+  });
+});
