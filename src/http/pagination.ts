@@ -28,7 +28,13 @@ export class CursorCodec {
     if (payload !== undefined && mac !== undefined && extra === undefined) {
       const expected = this.#mac(scope, payload);
       const given = Buffer.from(mac, 'base64url');
-      if (given.length === expected.length && timingSafeEqual(given, expected)) {
+      // Base64url decoding ignores the spare bits of the last character; comparing the
+      // canonical spelling too makes every altered character count.
+      if (
+        given.length === expected.length &&
+        timingSafeEqual(given, expected) &&
+        given.toString('base64url') === mac
+      ) {
         try {
           return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
         } catch {
