@@ -15,7 +15,8 @@ export function isEmail(value: string): boolean {
 
 /** An absolute http: or https: URL with a host, no whitespace or control characters. */
 export function isHttpUrl(value: string): boolean {
-  if (value.length > 2048 || !/^https?:\/\//i.test(value) || /[\s\p{Cc}]/u.test(value)) {
+  // The host must follow "//" directly: WHATWG URL would read https:///x as https://x/.
+  if (value.length > 2048 || !/^https?:\/\/[^/?#]/i.test(value) || /[\s\p{Cc}]/u.test(value)) {
     return false;
   }
   try {
@@ -62,8 +63,16 @@ export function isLanguageTag(value: string): boolean {
   return value.length <= 35 && LANGUAGE_TAG.test(value);
 }
 
+/**
+ * RFC 3339 date-time with the `T` separator (the grammar's; a space is only "by agreement"),
+ * and representable in JavaScript: a leap second (:60) passes the grammar but not Date.parse.
+ */
 export function isDateTime(value: string): boolean {
-  return DATE_TIME.validate(value);
+  return (
+    /^\d{4}-\d{2}-\d{2}[Tt]/.test(value) &&
+    DATE_TIME.validate(value) &&
+    Number.isFinite(Date.parse(value))
+  );
 }
 
 export const stringFormats = {

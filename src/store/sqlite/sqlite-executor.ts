@@ -16,6 +16,9 @@ const sqliteFlavor: SqlFlavor = {
 // past this many distinct statements the cache starts over rather than growing.
 const STATEMENT_CACHE_LIMIT = 2000;
 
+/** How long a migrating process waits for another one to finish migrating the same file. */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+
 export class SqliteExecutor implements SqlExecutor {
   readonly kind = 'sqlite';
   readonly db: Kysely<Tables>;
@@ -56,8 +59,55 @@ export class SqliteExecutor implements SqlExecutor {
     }
   }
 
-  migrate(): Promise<void> {
-    return migrateToLatest(this.db as Kysely<unknown>, sqliteMigrations);
+  /**
+   * Kysely's SQLite adapter neither locks nor wraps migrations in a transaction. Here the
+   * whole run is one IMMEDIATE transaction: a second process migrating the same file waits
+   * for the write lock, then finds everything applied; a failure leaves nothing half-done.
+   * Call before the store takes writes.
+   */
+  async migrate(): Promise<void> {
+    const database = this.#database;
+    try {
+      await this.#beginImmediateWithoutBlocking(MIGRATION_LOCK_WAIT_MS);
+      try {
+        await migrateToLatest(this.db as Kysely<unknown>, sqliteMigrations, {
+          disableTransactions: true,
+        });
+        database.exec('COMMIT');
+      } catch (error) {
+        if (database.inTransaction) database.exec('ROLLBACK');
+        throw error;
+      }
+    } catch (error) {
+      throw translateSqliteError(error);
+    }
+  }
+
+  /**
+   * BEGIN IMMEDIATE, waiting for the write lock between attempts rather than in SQLite's
+   * busy handler, which would block the event loop (and deadlock against a holder in this
+   * same process).
+   */
+  async #beginImmediateWithoutBlocking(waitMs: number): Promise<void> {
+    const database = this.#database;
+    const busyTimeout = database.pragma('busy_timeout', { simple: true }) as number;
+    const deadline = Date.now() + waitMs;
+    database.pragma('busy_timeout = 0');
+    try {
+      for (;;) {
+        try {
+          database.exec('BEGIN IMMEDIATE');
+          return;
+        } catch (error) {
+          const code = (error as { code?: unknown }).code;
+          const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+          if (!busy || Date.now() >= deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+    } finally {
+      database.pragma(`busy_timeout = ${busyTimeout}`);
+    }
   }
 
   async close(): Promise<void> {

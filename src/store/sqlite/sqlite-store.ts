@@ -11,6 +11,12 @@ export interface SqliteStoreOptions {
   path: string;
   /** How long a statement waits for another process's lock before failing (CLI vs server). */
   busyTimeoutMs?: number;
+  /**
+   * Called once with the store's own connection after its pragmas are set. For tests that
+   * simulate the outside world on that connection (a full disk: max_page_count; a read-only
+   * medium: query_only) and check its settings.
+   */
+  onConnection?: (database: Database.Database) => void;
 }
 
 /** Opens (creating if needed) a SQLite database and returns the Store over it, unmigrated. */
@@ -25,6 +31,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');
     database.pragma('cache_size = -32768');
+    options.onConnection?.(database);
   } catch (error) {
     throw translateSqliteError(error);
   }

@@ -1,0 +1,279 @@
+import { strict as assert } from 'node:assert';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SECRET = /tsr_[A-Za-z0-9_-]{43}/g;
+const DAY = 86_400_000;
+const RECORD_FIELDS = [
+  'applications',
+  'created_at',
+  'expires_at',
+  'id',
+  'last_used_at',
+  'name',
+  'roles',
+  'updated_at',
+];
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+interface KeyJson {
+  id: string;
+  name: string;
+  roles: string[];
+  applications: string[] | null;
+  expires_at: string | null;
+  key?: string;
+}
+
+/** Runs `tessera <args>` (the TypeScript source, through tsx) on the given database. */
+function runCli(databasePath: string, args: string[]): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${databasePath}` };
+  // The test runner's marker would make a child that loads node:test report to it.
+  delete env.NODE_TEST_CONTEXT;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      { cwd: ROOT, env, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** The database file and its write-ahead log, as bytes. */
+function databaseBytes(databasePath: string): Buffer {
+  const parts = [databasePath, `${databasePath}-wal`]
+    .filter((path) => existsSync(path))
+    .map((path) => readFileSync(path));
+  return Buffer.concat(parts);
+}
+
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+describe('tessera keys', () => {
+  let directory: string;
+  let database: string;
+  let jsonKey: KeyJson & { key: string };
+  let humanSecret: string;
+  let humanId: string;
+
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-'));
+    database = join(directory, 't.db');
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  it('keys create --json prints the record with the secret, expiring in 30 days', async () => {
+    const started = Date.now();
+    const result = await runCli(database, [
+      'keys',
+      'create',
+      '--name',
+      'ci',
+      '--roles',
+      'users:read,users:write',
+      '--applications',
+      'a,b',
+      '--expires-in',
+      '30d',
+      '--json',
+    ]);
+    const finished = Date.now();
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    jsonKey = JSON.parse(result.stdout) as KeyJson & { key: string };
+    assert.deepEqual(Object.keys(jsonKey).sort(), [...RECORD_FIELDS, 'key'].sort());
+    assert.match(jsonKey.key, /^tsr_[A-Za-z0-9_-]{43}$/);
+    assert.equal(jsonKey.name, 'ci');
+    assert.deepEqual(jsonKey.roles, ['users:read', 'users:write']);
+    assert.deepEqual(jsonKey.applications, ['a', 'b']);
+    const expiresAt = Date.parse(jsonKey.expires_at!);
+    assert.ok(
+      expiresAt >= started + 30 * DAY && expiresAt <= finished + 30 * DAY,
+      jsonKey.expires_at!,
+    );
+  });
+
+  it('stores the SHA-256 digest of the secret, never the secret', async () => {
+    const bytes = databaseBytes(database);
+    assert.ok(bytes.includes(sha256Hex(jsonKey.key)), 'the digest is stored');
+    assert.ok(!bytes.includes(jsonKey.key), 'the secret is not stored');
+    assert.ok(!bytes.includes(jsonKey.key.slice(4)), 'nor the secret without its prefix');
+  });
+
+  it('keys create prints the secret once and stores the name trimmed', async () => {
+    const result = await runCli(database, [
+      'keys',
+      'create',
+      '--name',
+      'ops',
+      '--roles',
+      'keys:read',
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    const secrets = result.stdout.match(SECRET) ?? [];
+    assert.equal(secrets.length, 1, result.stdout);
+    humanSecret = secrets[0]!;
+    assert.equal(result.stdout.split(humanSecret).length, 2);
+    const store = openSqliteStore({ path: database });
+    try {
+      const stored = await store.apiKeys.findApiKeyByDigest(sha256Hex(humanSecret));
+      assert.ok(stored, 'a key with this secret exists');
+      assert.equal(stored.name, 'ops');
+      assert.deepEqual(stored.roles, ['keys:read']);
+      assert.equal(stored.applications, null);
+      assert.equal(stored.expiresAt, null);
+      humanId = stored.id;
+    } finally {
+      await store.close();
+    }
+    assert.ok(result.stdout.includes(humanId));
+  });
+
+  it('keys list shows every key but no secret', async () => {
+    const result = await runCli(database, ['keys', 'list']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(result.stdout.match(SECRET), null);
+    assert.ok(!result.stdout.includes(jsonKey.key));
+    assert.ok(!result.stdout.includes(humanSecret));
+    const lines = result.stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 3, result.stdout);
+    assert.ok(lines.some((line) => line.includes(jsonKey.id) && line.includes('ci')));
+    assert.ok(lines.some((line) => line.includes(humanId) && line.includes('ops')));
+  });
+
+  it('keys list --json shows the records without secrets', async () => {
+    const result = await runCli(database, ['keys', 'list', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(result.stdout.match(SECRET), null);
+    const keys = JSON.parse(result.stdout) as KeyJson[];
+    assert.deepEqual(
+      keys.map((key) => key.id),
+      [jsonKey.id, humanId],
+    );
+    for (const key of keys) assert.deepEqual(Object.keys(key).sort(), RECORD_FIELDS);
+    const { key: _secret, ...record } = jsonKey;
+    assert.deepEqual(keys[0], record);
+  });
+
+  it('keys revoke ID removes the key from the list', async () => {
+    const revoked = await runCli(database, ['keys', 'revoke', jsonKey.id]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    const listed = await runCli(database, ['keys', 'list', '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(
+      (JSON.parse(listed.stdout) as KeyJson[]).map((key) => key.id),
+      [humanId],
+    );
+    const table = await runCli(database, ['keys', 'list']);
+    assert.ok(!table.stdout.includes(jsonKey.id));
+  });
+
+  it('keys revoke of an unknown id fails with a non-zero exit code', async () => {
+    const result = await runCli(database, [
+      'keys',
+      'revoke',
+      '01900000-0000-7000-8000-000000000000',
+    ]);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^tessera: [^\n]+\n$/);
+    assert.equal(result.stdout, '');
+  });
+});
+
+describe('tessera migrate', () => {
+  let directory: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-'));
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  it('creates and migrates a new database, exit code 0, and again on a migrated one', async () => {
+    const database = join(directory, 'fresh', 't.db');
+    const first = await runCli(database, ['migrate']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.stderr, '');
+    assert.ok(existsSync(database));
+    const second = await runCli(database, ['migrate']);
+    assert.equal(second.code, 0, second.stderr);
+  });
+});
+
+describe('tessera with bad arguments', () => {
+  let directory: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-'));
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  const cases: [string, string[]][] = [
+    ['no command', []],
+    ['an unknown command', ['frobnicate']],
+    ['keys without a subcommand', ['keys']],
+    ['keys create without --name', ['keys', 'create', '--roles', 'users:read']],
+    ['keys create without --roles', ['keys', 'create', '--name', 'ci']],
+    ['an unknown role', ['keys', 'create', '--name', 'ci', '--roles', 'users:read,users:admin']],
+    ['an unknown option', ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--nope']],
+    [
+      'a bad --expires-in',
+      ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--expires-in', '30x'],
+    ],
+    [
+      'an invalid application',
+      ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--applications', 'a b'],
+    ],
+    [
+      'a zero --expires-in',
+      ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--expires-in', '0d'],
+    ],
+    ['an empty --roles', ['keys', 'create', '--name', 'ci', '--roles', '']],
+    ['a blank --name', ['keys', 'create', '--name', '   ', '--roles', 'users:read']],
+    ['keys revoke without an id', ['keys', 'revoke']],
+    ['keys revoke with two ids', ['keys', 'revoke', 'one', 'two']],
+    ['migrate with an argument', ['migrate', 'now']],
+  ];
+  for (const [label, args] of cases) {
+    it(`exits 2 with a one-line message for ${label}`, async () => {
+      const database = join(directory, 't.db');
+      const result = await runCli(database, args);
+      assert.equal(result.code, 2, `${result.stdout}${result.stderr}`);
+      assert.match(result.stderr, /^tessera: [^\n]+\n$/);
+      assert.equal(result.stdout, '');
+    });
+  }
+
+  it('creates no key when the arguments are bad', async () => {
+    const database = join(directory, 'untouched.db');
+    await runCli(database, ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--nope']);
+    await runCli(database, [
+      'keys',
+      'create',
+      '--name',
+      'ci',
+      '--roles',
+      'users:read',
+      '--expires-in',
+      '30x',
+    ]);
+    const listed = await runCli(database, ['keys', 'list', '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout), []);
+  });
+});
