@@ -9,6 +9,8 @@ import { requestPath } from './request-path.js';
 
 const MAC_LENGTH = 16;
 
+export const DEFAULT_PAGE_SIZE = 100;
+
 export class CursorCodec {
   readonly #secret: Buffer;
 
@@ -77,4 +79,50 @@ export function linkNextPage(
   }
   query.set('cursor', nextCursor);
   reply.header('link', `<${requestPath(request)}?${query.toString()}>; rel="next"`);
+}
+
+export interface PageRequest {
+  limit?: number;
+  cursor?: string;
+  include_total?: boolean;
+}
+
+/**
+ * Serves one page of a keyset-paginated list: decodes the cursor into a position, fetches
+ * the page, encodes the next cursor from the page's last item, sets the Link header, and
+ * counts everything when asked.
+ */
+export async function servePage<Item, Position, Resource>(options: {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  cursors: CursorCodec;
+  /** Identifies the list (and its filters): a cursor is valid only where it was issued. */
+  scope: string;
+  query: PageRequest;
+  /** The position a decoded cursor holds, or invalidCursor() for anything else. */
+  toPosition: (decoded: unknown) => Position;
+  positionOf: (item: Item) => unknown;
+  fetch: (after: Position | null, limit: number) => Promise<{ items: Item[]; hasMore: boolean }>;
+  count: () => Promise<number>;
+  toResource: (item: Item) => Resource;
+}): Promise<{ items: Resource[]; next_cursor: string | null; total?: number }> {
+  const { cursors, scope, query } = options;
+  const after =
+    query.cursor === undefined ? null : options.toPosition(cursors.decode(scope, query.cursor));
+  const page = await options.fetch(after, query.limit ?? DEFAULT_PAGE_SIZE);
+  const last = page.items.at(-1);
+  const nextCursor =
+    page.hasMore && last !== undefined ? cursors.encode(scope, options.positionOf(last)) : null;
+  linkNextPage(options.request, options.reply, nextCursor);
+  return {
+    items: page.items.map(options.toResource),
+    next_cursor: nextCursor,
+    ...(query.include_total === true ? { total: await options.count() } : {}),
+  };
+}
+
+/** toPosition for lists keyed by one string (client_id, key id). */
+export function stringPosition(decoded: unknown): string {
+  if (typeof decoded !== 'string') throw invalidCursor();
+  return decoded;
 }

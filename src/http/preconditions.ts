@@ -2,6 +2,7 @@
 // ETag; writes are conditional UPDATEs on that token, so the database arbitrates races.
 
 import { randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { problem } from '../problems.js';
 
 export interface Versioned {
@@ -103,4 +104,23 @@ export async function deleteConditionally<R extends Versioned>(options: {
 /** A fresh version token: 96 random bits, so a recreated resource never reuses an ETag. */
 export function newVersion(): string {
   return randomBytes(12).toString('base64url');
+}
+
+/**
+ * Sends a single-resource representation with its strong ETag. On GET and HEAD, answers
+ * 304 without a body when If-None-Match says the client's copy is current.
+ */
+export function sendVersioned(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  version: string,
+  representation: unknown,
+  status = 200,
+): FastifyReply {
+  reply.header('etag', formatEtag(version));
+  const conditional = request.method === 'GET' || request.method === 'HEAD';
+  if (conditional && ifNoneMatchMatches(request.headers['if-none-match'], version)) {
+    return reply.code(304).send();
+  }
+  return reply.code(status).send(representation);
 }

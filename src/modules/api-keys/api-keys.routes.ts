@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { type CursorCodec, invalidCursor, linkNextPage } from '../../http/pagination.js';
-import { formatEtag, ifNoneMatchMatches } from '../../http/preconditions.js';
+import { type CursorCodec, servePage, stringPosition } from '../../http/pagination.js';
+import { sendVersioned } from '../../http/preconditions.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -81,12 +81,10 @@ export function registerApiKeyRoutes(
         applications,
         expiresAt: expiresAt === null ? null : Date.parse(expiresAt),
       });
-      return reply
-        .code(201)
-        .header('location', `${requestPath(request)}/${issued.record.id}`)
-        .header('etag', formatEtag(apiKeyVersion(issued.record)))
-        .header('cache-control', 'no-store')
-        .send({ ...toApiKeyResource(issued.record), key: issued.secret });
+      reply.header('location', `${requestPath(request)}/${issued.record.id}`);
+      reply.header('cache-control', 'no-store');
+      const representation = { ...toApiKeyResource(issued.record), key: issued.secret };
+      return sendVersioned(request, reply, apiKeyVersion(issued.record), representation, 201);
     },
   );
 
@@ -105,24 +103,19 @@ export function registerApiKeyRoutes(
       },
     },
     async function listApiKeys(request, reply) {
-      const { limit = 100, cursor, include_total: includeTotal } = request.query;
-      let after: string | null = null;
-      if (cursor !== undefined) {
-        const position = cursors.decode(CURSOR_SCOPE, cursor);
-        if (typeof position !== 'string') throw invalidCursor();
-        after = position;
-      }
       const caller = callerOf(request);
-      const page = await apiKeys.listApiKeys(caller, after, limit);
-      const last = page.items.at(-1);
-      const nextCursor =
-        page.hasMore && last !== undefined ? cursors.encode(CURSOR_SCOPE, last.id) : null;
-      linkNextPage(request, reply, nextCursor);
-      return {
-        items: page.items.map(toApiKeyResource),
-        next_cursor: nextCursor,
-        ...(includeTotal === true ? { total: await apiKeys.countApiKeys(caller) } : {}),
-      };
+      return servePage({
+        request,
+        reply,
+        cursors,
+        scope: CURSOR_SCOPE,
+        query: request.query,
+        toPosition: stringPosition,
+        positionOf: (key: ApiKeyRecord) => key.id,
+        fetch: (after, limit) => apiKeys.listApiKeys(caller, after, limit),
+        count: () => apiKeys.countApiKeys(caller),
+        toResource: toApiKeyResource,
+      });
     },
   );
 
@@ -143,11 +136,7 @@ export function registerApiKeyRoutes(
     },
     async function getApiKey(request, reply) {
       const key = await apiKeys.findApiKey(callerOf(request), request.params.id);
-      const etag = formatEtag(apiKeyVersion(key));
-      if (ifNoneMatchMatches(request.headers['if-none-match'], apiKeyVersion(key))) {
-        return reply.code(304).header('etag', etag).send(null);
-      }
-      return reply.header('etag', etag).send(toApiKeyResource(key));
+      return sendVersioned(request, reply, apiKeyVersion(key), toApiKeyResource(key));
     },
   );
 

@@ -158,17 +158,9 @@ export class ApiKeysService {
     const now = this.deps.clock.now();
     if (existing === undefined) {
       try {
-        await this.deps.store.apiKeys.insertApiKey({
-          id: uuidv7(),
-          name: 'bootstrap (IAM_BOOTSTRAP_API_KEY)',
-          secretDigest: digest,
-          roles: [...ROLES],
-          applications: null,
-          createdAt: now,
-          updatedAt: now,
-          expiresAt: null,
-          lastUsedAt: null,
-        });
+        await this.deps.store.apiKeys.insertApiKey(
+          allRolesKey('bootstrap (IAM_BOOTSTRAP_API_KEY)', digest, now),
+        );
         return 'created';
       } catch (error) {
         // Another instance starting at the same moment created it: the digest is unique.
@@ -194,18 +186,7 @@ export class ApiKeysService {
   async issueFirstKey(): Promise<IssuedApiKey | null> {
     if ((await this.deps.store.apiKeys.countApiKeys()) > 0) return null;
     const secret = generateSecret();
-    const now = this.deps.clock.now();
-    const record: ApiKeyRecord = {
-      id: uuidv7(),
-      name: 'admin (first start)',
-      secretDigest: digestSecret(secret),
-      roles: [...ROLES],
-      applications: null,
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: null,
-      lastUsedAt: null,
-    };
+    const record = allRolesKey('admin (first start)', digestSecret(secret), this.deps.clock.now());
     const inserted = await this.deps.store.apiKeys.insertFirstApiKey(record);
     return inserted ? { record, secret } : null;
   }
@@ -215,6 +196,21 @@ export class ApiKeysService {
     // A key outside the caller's restriction is reported missing: its existence is not theirs to learn.
     return key !== undefined && isVisibleTo(caller, key) ? key : undefined;
   }
+}
+
+/** An unrestricted, never-expiring key with every role: the operator's keys. */
+function allRolesKey(name: string, secretDigest: string, now: number): ApiKeyRecord {
+  return {
+    id: uuidv7(),
+    name,
+    secretDigest,
+    roles: [...ROLES],
+    applications: null,
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: null,
+    lastUsedAt: null,
+  };
 }
 
 function keyNotFound(id: string) {

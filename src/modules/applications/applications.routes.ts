@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { allowedApplications, assertApplicationAllowed } from '../../http/auth.js';
-import { type CursorCodec, invalidCursor, linkNextPage } from '../../http/pagination.js';
-import { formatEtag, ifNoneMatchMatches } from '../../http/preconditions.js';
+import { type CursorCodec, servePage, stringPosition } from '../../http/pagination.js';
+import { sendVersioned } from '../../http/preconditions.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -42,11 +42,19 @@ export function toApplicationResource(application: ApplicationRecord): Applicati
   };
 }
 
-function sendApplication(reply: FastifyReply, application: ApplicationRecord, status = 200) {
-  return reply
-    .code(status)
-    .header('etag', formatEtag(application.etag))
-    .send(toApplicationResource(application));
+function sendApplication(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  application: ApplicationRecord,
+  status = 200,
+) {
+  return sendVersioned(
+    request,
+    reply,
+    application.etag,
+    toApplicationResource(application),
+    status,
+  );
 }
 
 export function registerApplicationRoutes(
@@ -74,7 +82,7 @@ export function registerApplicationRoutes(
       assertApplicationAllowed(request, request.body.client_id);
       const application = await applications.createApplication(request.body);
       reply.header('location', `${requestPath(request)}/${application.clientId}`);
-      return sendApplication(reply, application, 201);
+      return sendApplication(request, reply, application, 201);
     },
   );
 
@@ -93,24 +101,19 @@ export function registerApplicationRoutes(
       },
     },
     async function listApplications(request, reply) {
-      const { limit = 100, cursor, include_total: includeTotal } = request.query;
-      let after: string | null = null;
-      if (cursor !== undefined) {
-        const position = cursors.decode(CURSOR_SCOPE, cursor);
-        if (typeof position !== 'string') throw invalidCursor();
-        after = position;
-      }
       const visible = allowedApplications(request);
-      const page = await applications.listApplications({ visible, after, limit });
-      const last = page.items.at(-1);
-      const nextCursor =
-        page.hasMore && last !== undefined ? cursors.encode(CURSOR_SCOPE, last.clientId) : null;
-      linkNextPage(request, reply, nextCursor);
-      return {
-        items: page.items.map(toApplicationResource),
-        next_cursor: nextCursor,
-        ...(includeTotal === true ? { total: await applications.countApplications(visible) } : {}),
-      };
+      return servePage({
+        request,
+        reply,
+        cursors,
+        scope: CURSOR_SCOPE,
+        query: request.query,
+        toPosition: stringPosition,
+        positionOf: (application: ApplicationRecord) => application.clientId,
+        fetch: (after, limit) => applications.listApplications({ visible, after, limit }),
+        count: () => applications.countApplications(visible),
+        toResource: toApplicationResource,
+      });
     },
   );
 
@@ -131,10 +134,7 @@ export function registerApplicationRoutes(
     },
     async function getApplication(request, reply) {
       const application = await applications.findApplication(request.params.client_id);
-      if (ifNoneMatchMatches(request.headers['if-none-match'], application.etag)) {
-        return reply.code(304).header('etag', formatEtag(application.etag)).send(null);
-      }
-      return sendApplication(reply, application);
+      return sendApplication(request, reply, application);
     },
   );
 
@@ -161,7 +161,7 @@ export function registerApplicationRoutes(
         request.body,
         request.headers['if-match'],
       );
-      return sendApplication(reply, application);
+      return sendApplication(request, reply, application);
     },
   );
 
@@ -187,7 +187,7 @@ export function registerApplicationRoutes(
         request.body,
         request.headers['if-match'],
       );
-      return sendApplication(reply, application);
+      return sendApplication(request, reply, application);
     },
   );
 

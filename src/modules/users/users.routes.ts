@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { type CursorCodec, invalidCursor, linkNextPage } from '../../http/pagination.js';
-import { formatEtag, ifNoneMatchMatches } from '../../http/preconditions.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type CursorCodec, invalidCursor, servePage } from '../../http/pagination.js';
+import { sendVersioned } from '../../http/preconditions.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -45,8 +45,8 @@ export function toUserResource(user: UserRecord): User {
   };
 }
 
-function sendUser(reply: FastifyReply, user: UserRecord, status = 200) {
-  return reply.code(status).header('etag', formatEtag(user.etag)).send(toUserResource(user));
+function sendUser(request: FastifyRequest, reply: FastifyReply, user: UserRecord, status = 200) {
+  return sendVersioned(request, reply, user.etag, toUserResource(user), status);
 }
 
 function identityOf(params: UserParams): UserIdentity {
@@ -103,7 +103,7 @@ export function registerUserRoutes(
       const user = await users.createUser(request.params.client_id, request.body);
       const location = `${requestPath(request)}/${encodeURIComponent(user.provider)}/${encodeURIComponent(user.identifier)}`;
       reply.header('location', location);
-      return sendUser(reply, user, 201);
+      return sendUser(request, reply, user, 201);
     },
   );
 
@@ -125,7 +125,6 @@ export function registerUserRoutes(
       },
     },
     async function listUsers(request, reply) {
-      const { limit = 100, cursor, include_total: includeTotal } = request.query;
       const filter: UserFilter = {
         clientId: request.params.client_id,
         provider: request.query.provider ?? null,
@@ -133,20 +132,18 @@ export function registerUserRoutes(
         role: request.query.role ?? null,
         scope: request.query.scope ?? null,
       };
-      const scope = cursorScope(filter);
-      const after = cursor === undefined ? null : toPosition(cursors.decode(scope, cursor));
-      const page = await users.listUsers(filter, after, limit);
-      const last = page.items.at(-1);
-      const nextCursor =
-        page.hasMore && last !== undefined
-          ? cursors.encode(scope, [last.provider, last.identifier])
-          : null;
-      linkNextPage(request, reply, nextCursor);
-      return {
-        items: page.items.map(toUserResource),
-        next_cursor: nextCursor,
-        ...(includeTotal === true ? { total: await users.countUsers(filter) } : {}),
-      };
+      return servePage({
+        request,
+        reply,
+        cursors,
+        scope: cursorScope(filter),
+        query: request.query,
+        toPosition,
+        positionOf: (user: UserRecord) => [user.provider, user.identifier],
+        fetch: (after, limit) => users.listUsers(filter, after, limit),
+        count: () => users.countUsers(filter),
+        toResource: toUserResource,
+      });
     },
   );
 
@@ -167,10 +164,7 @@ export function registerUserRoutes(
     },
     async function getUser(request, reply) {
       const user = await users.findUser(identityOf(request.params));
-      if (ifNoneMatchMatches(request.headers['if-none-match'], user.etag)) {
-        return reply.code(304).header('etag', formatEtag(user.etag)).send(null);
-      }
-      return sendUser(reply, user);
+      return sendUser(request, reply, user);
     },
   );
 
@@ -197,7 +191,7 @@ export function registerUserRoutes(
         request.body,
         request.headers['if-match'],
       );
-      return sendUser(reply, user);
+      return sendUser(request, reply, user);
     },
   );
 
@@ -223,7 +217,7 @@ export function registerUserRoutes(
         request.body,
         request.headers['if-match'],
       );
-      return sendUser(reply, user);
+      return sendUser(request, reply, user);
     },
   );
 
