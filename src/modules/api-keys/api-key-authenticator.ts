@@ -41,6 +41,9 @@ export class ApiKeyAuthenticator {
       max: options.maxCachedKeys ?? 10_000,
       ttl: options.cacheTtlMs ?? 500,
       perf: { now: () => deps.clock.now() },
+      // Ask the clock on every check: lru-cache otherwise reuses a reading until a 1 ms
+      // timer fires, which an injected clock never advances.
+      ttlResolution: 0,
       fetchMethod: async (digest) => ({
         key: (await deps.store.apiKeys.findApiKeyByDigest(digest)) ?? null,
       }),
