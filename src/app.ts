@@ -11,6 +11,7 @@ import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerJsonBodies } from './http/content-types.js';
 import {
+  answerConnect,
   handleClientError,
   registerErrorHandling,
   sendProblem,
@@ -91,6 +92,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     requestTimeout: 30_000,
     keepAliveTimeout: 72_000,
     clientErrorHandler: handleClientError,
+    http: { requireHostHeader: false },
     frameworkErrors: function reportFrameworkError(error, request, reply) {
       sendProblem(request, reply, toProblem(error));
     },
@@ -101,8 +103,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = createMetricsRegistry();
   registerRequestMetrics(app, metrics);
   registerErrorHandling(app, routeIndex);
-  app.addHook('onRequest', function echoRequestId(request, reply, done) {
+  app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
     reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check answers
+    // with an empty body, so it is turned off (requireHostHeader) and done here instead.
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      done(problem('malformed-request', 'An HTTP/1.1 request needs a Host header.'));
+      return;
+    }
     done();
   });
 
@@ -133,7 +142,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    theme: { title: 'Tessera API reference' },
+  });
+  // CONNECT (a proxy tunnel request) never reaches routing; without a listener Node drops
+  // the connection silently.
+  app.server.on('connect', answerConnect);
   app.get('/openapi.json', { schema: { hide: true } }, function serveOpenApi() {
     return app.swagger();
   });

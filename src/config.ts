@@ -8,8 +8,8 @@ import { Value } from 'typebox/value';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const Environment = Type.Object({
-  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$', description: 'TCP port' })),
-  HOST: Type.Optional(Type.String({ minLength: 1, description: 'listen address' })),
+  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$', description: 'a TCP port, 0–65535' })),
+  HOST: Type.Optional(Type.String({ minLength: 1, description: 'a listen address' })),
   DATABASE_URL: Type.Optional(
     Type.String({
       pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
@@ -19,18 +19,30 @@ const Environment = Type.Object({
   IAM_BOOTSTRAP_API_KEY: Type.Optional(
     Type.String({
       pattern: '^[\\x21-\\x7e]{1,512}$',
-      description: 'visible ASCII characters, no spaces (it travels in the Authorization header)',
+      description: '1–512 visible ASCII characters without spaces (it travels in a header)',
     }),
   ),
-  LOG_LEVEL: Type.Optional(Type.Union(LOG_LEVELS.map((level) => Type.Literal(level)))),
+  LOG_LEVEL: Type.Optional(
+    Type.Unsafe<(typeof LOG_LEVELS)[number]>({
+      type: 'string',
+      enum: [...LOG_LEVELS],
+      description: `one of ${LOG_LEVELS.join(', ')}`,
+    }),
+  ),
   IAM_RATE_LIMIT_PER_MINUTE: Type.Optional(
     Type.String({
       pattern: '^[0-9]{1,9}$',
-      description: 'requests per minute per API key; 0 turns it off',
+      description: 'a whole number of requests per minute per API key (0 turns the limit off)',
     }),
   ),
-  IAM_TRUST_PROXY: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
-  IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  IAM_TRUST_PROXY: Type.Optional(
+    Type.Unsafe<'true' | 'false'>({
+      type: 'string',
+      enum: ['true', 'false'],
+      description: 'true or false',
+    }),
+  ),
+  IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
 });
 
 type Environment = Static<typeof Environment>;
@@ -53,11 +65,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       .filter(([, value]) => value !== undefined && value !== ''),
   );
   if (!Value.Check(Environment, relevant)) {
-    const problems = Value.Errors(Environment, relevant).map((error) => {
-      const name = error.instancePath.slice(1);
-      const schema = (Environment.properties as Record<string, { description?: string }>)[name];
-      return `${name} ${error.message}${schema?.description ? ` (${schema.description})` : ''}`;
-    });
+    // Name each variable and what it must be; never echo a value (one may be a secret).
+    const invalid = new Set(
+      Value.Errors(Environment, relevant).map((error) => error.instancePath.slice(1)),
+    );
+    const descriptions = Environment.properties as Record<string, { description?: string }>;
+    const problems = [...invalid].map(
+      (name) => `${name} must be ${descriptions[name]?.description ?? 'valid'}`,
+    );
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
   const vars: Environment = relevant;

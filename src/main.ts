@@ -1,13 +1,16 @@
 // `npm start`: serve the API with the configuration from the environment.
 
 import { ConfigError, loadConfig } from './config.js';
+import { describeFailure } from './failures.js';
 import { startServer } from './server.js';
 
 try {
   await startServer(loadConfig());
 } catch (error) {
-  const message =
-    error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error);
-  process.stderr.write(`tessera: cannot start: ${message}\n`);
+  // One line an operator can act on; the stack only when asked for (LOG_LEVEL=debug).
+  process.stderr.write(`tessera: cannot start: ${describeFailure(error)}\n`);
+  if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') {
+    process.stderr.write(`${(error as Error)?.stack ?? ''}\n`);
+  }
   process.exit(error instanceof ConfigError ? 2 : 1);
 }

@@ -212,12 +212,35 @@ describe('HTTP protocol rules', () => {
     });
   });
 
+  it('answers 404, not 405, for a missing file under /docs', async () => {
+    const response = await call(ctx, 'GET', '//docs/static/no-such-file.js.map', { key: null });
+    problemOf(response, 404);
+  });
+
   describe('representations', () => {
+    it('tells browsers not to sniff content types', async () => {
+      const response = await call(ctx, 'GET', '/applications/billing-web');
+      assert.equal(response.headers['x-content-type-options'], 'nosniff');
+    });
+
     it('sends JSON as application/json; charset=utf-8 and problems as application/problem+json', async () => {
       const ok = await call(ctx, 'GET', '/applications/billing-web');
       assert.equal(ok.headers['content-type'], 'application/json; charset=utf-8');
       const missing = await call(ctx, 'GET', '/applications/missing');
       assert.equal(missing.headers['content-type'], 'application/problem+json');
+    });
+  });
+
+  describe('logs', () => {
+    it('never contain a key, even one pasted into a query string', async () => {
+      const key = await ctx.createKey({ roles: ['applications:read'] });
+      await call(ctx, 'GET', `/applications?apikey=${key}`, { key });
+      await call(ctx, 'GET', `/nope?key=${key}`, { key });
+      await call(ctx, 'GET', '/applications', { key: `${key}x` });
+      const text = ctx.logs.map((line) => JSON.stringify(line)).join('\n');
+      assert.ok(ctx.logs.length > 0, 'debug logging was on');
+      assert.ok(!text.includes(key), 'no log line holds the key');
+      assert.ok(!text.includes(ctx.adminKey), 'no log line holds the admin key');
     });
   });
 
@@ -312,6 +335,21 @@ describe('errors before a request is parsed (real sockets)', () => {
     const body = JSON.parse(answer.split('\r\n\r\n')[1]!);
     assert.equal(body.status, 431);
     assert.equal(body.instance, '/iam/api/v1/applications');
+  });
+
+  it('answers an HTTP/1.1 request without Host with a 400 problem', async () => {
+    const answer = await rawExchange('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /\r\ncontent-type: application\/problem\+json\r\n/i);
+    assert.match(answer, /Host header/);
+  });
+
+  it('answers CONNECT with a 405 problem instead of dropping the connection', async () => {
+    const answer = await rawExchange(
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    );
+    assert.match(answer, /^HTTP\/1\.1 405 /);
+    assert.equal(JSON.parse(answer.split('\r\n\r\n')[1]!).status, 405);
   });
 
   it('answers unparseable HTTP with a 400 problem', async () => {

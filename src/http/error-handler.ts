@@ -101,7 +101,9 @@ export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex):
 
   app.setNotFoundHandler(function handleUnknownRoute(request, reply) {
     const allowed = routes.allowedMethods(requestPath(request));
-    if (allowed.length > 0) {
+    // A route for this very method that still ended here (a missing static file under
+    // /docs) is a plain 404, not a 405 that lists the method it was called with.
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
       return sendProblem(
         request,
         reply,
@@ -149,4 +151,15 @@ export function handleClientError(
     );
   }
   socket.destroy(error);
+}
+
+/** CONNECT asks for a tunnel, which Tessera is not: 405, as a problem, then close. */
+export function answerConnect(_request: unknown, socket: Socket): void {
+  const failure = problem('method-not-allowed', 'CONNECT is not supported: this is not a proxy.');
+  const body = JSON.stringify(toProblemBody(failure, undefined));
+  socket.end(
+    `HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE\r\n` +
+      `Content-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
+  );
 }

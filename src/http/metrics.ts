@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isDebugEnabled } from './logging.js';
+import { requestPath } from './request-path.js';
 
 export function createMetricsRegistry(): Registry {
   const registry = new Registry();
@@ -37,9 +38,10 @@ export function registerRequestMetrics(app: FastifyInstance, registry: Registry)
     duration.observe(labels, reply.elapsedTime / 1000);
     if (isDebugEnabled(request.log)) {
       request.log.debug(
+        // The path only: a query string may carry anything, even a key pasted by mistake.
         {
           method: request.method,
-          url: request.url,
+          path: requestPath(request),
           status: reply.statusCode,
           ms: reply.elapsedTime,
         },

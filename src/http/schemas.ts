@@ -20,6 +20,13 @@ export function StringEnum<const T extends readonly string[]>(values: T, options
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
 
+/**
+ * Control characters (Unicode Cc) and unpaired surrogates, for character classes. Spelled as
+ * ranges rather than \p{Cc}\p{Cs} so that JSON Schema tools outside JavaScript read them; in a
+ * u-mode regex a range of surrogate escapes matches only unpaired surrogates.
+ */
+export const CONTROL_AND_SURROGATES = '\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff';
+
 // Whitespace that String.prototype.trim removes, minus the control characters (tab, newline…),
 // which these fields refuse outright.
 const TRIMMABLE = ' \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
@@ -31,8 +38,8 @@ const TRIMMABLE = ' \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u
 export function TrimmedText(max: number, options: object = {}) {
   return Type.String({
     pattern:
-      `^[${TRIMMABLE}]*[^\\s\\p{Cc}\\p{Cs}]` +
-      `(?:[^\\p{Cc}\\p{Cs}]{0,${max - 2}}[^\\s\\p{Cc}\\p{Cs}])?[${TRIMMABLE}]*$`,
+      `^[${TRIMMABLE}]*[^\\s${CONTROL_AND_SURROGATES}]` +
+      `(?:[^${CONTROL_AND_SURROGATES}]{0,${max - 2}}[^\\s${CONTROL_AND_SURROGATES}])?[${TRIMMABLE}]*$`,
     [RULE_KEYWORD]: `1–${max} characters after trimming, without control characters`,
     ...options,
   });
@@ -92,6 +99,43 @@ export const ProblemSchema = Type.Object(
 
 type ErrorStatus = (typeof problemKinds)[keyof typeof problemKinds]['status'];
 
+/** Response headers, documented once. */
+const responseHeaders = {
+  etag: { type: 'string', description: 'Strong entity tag of this version; send it in If-Match.' },
+  location: { type: 'string', description: 'Path of the created resource.' },
+  link: { type: 'string', description: '`<…>; rel="next"` when there is a next page.' },
+  'www-authenticate': { type: 'string', description: '`apikey`' },
+  'retry-after': { type: 'string', description: 'Seconds to wait before retrying.' },
+  'ratelimit-limit': { type: 'string', description: 'Requests allowed per window.' },
+  'ratelimit-remaining': { type: 'string', description: 'Requests left in this window.' },
+  'ratelimit-reset': { type: 'string', description: 'Seconds until the window resets.' },
+} as const;
+
+type ResponseHeader = keyof typeof responseHeaders;
+
+function pickHeaders(names: readonly ResponseHeader[]) {
+  return Object.fromEntries(names.map((name) => [name, responseHeaders[name]]));
+}
+
+/** A JSON success response with the headers it carries, for validation-free documentation. */
+export function JsonResponse<T extends TSchema>(
+  schema: T,
+  description: string,
+  headers: readonly ResponseHeader[] = [],
+) {
+  return {
+    description,
+    ...(headers.length > 0 ? { headers: pickHeaders(headers) } : {}),
+    content: { 'application/json': { schema } },
+  };
+}
+
+const problemHeaders: Partial<Record<number, readonly ResponseHeader[]>> = {
+  401: ['www-authenticate'],
+  429: ['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+  503: ['retry-after'],
+};
+
 /** Declares RFC 9457 responses for the given statuses (and those every API route can give). */
 export function problemResponses(...statuses: ErrorStatus[]) {
   const all = new Set<number>([...statuses, 400, 401, 429, 503]);
@@ -100,11 +144,15 @@ export function problemResponses(...statuses: ErrorStatus[]) {
       status,
       {
         description: Object.values(problemKinds).find((kind) => kind.status === status)!.title,
+        ...(problemHeaders[status] ? { headers: pickHeaders(problemHeaders[status]) } : {}),
         content: { 'application/problem+json': { schema: ProblemSchema } },
       },
     ]),
   );
 }
+
+/** PATCH bodies: JSON Merge Patch, also accepted as plain JSON. */
+export const mergePatchMediaTypes = ['application/merge-patch+json', 'application/json'];
 
 export const NoContent = Type.Null({ description: 'No content' });
 

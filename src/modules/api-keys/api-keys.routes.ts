@@ -6,6 +6,7 @@ import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
   IfNoneMatchHeaders,
+  JsonResponse,
   NoContent,
   NoQuery,
   NotModified,
@@ -70,7 +71,10 @@ export function registerApiKeyRoutes(
         security: apiKeySecurity,
         querystring: NoQuery,
         body: CreateApiKeyBody,
-        response: { 201: CreatedApiKey, ...problemResponses(403, 413, 415) },
+        response: {
+          201: JsonResponse(CreatedApiKey, 'The key, with its secret', ['location', 'etag']),
+          ...problemResponses(403, 413, 415),
+        },
       },
     },
     async function createApiKey(request, reply) {
@@ -99,7 +103,10 @@ export function registerApiKeyRoutes(
         description: 'A restricted key sees only keys restricted within its own applications.',
         security: apiKeySecurity,
         querystring: ListApiKeysQuery,
-        response: { 200: ApiKeyPage, ...problemResponses(403) },
+        response: {
+          200: JsonResponse(ApiKeyPage, 'A page of keys', ['link']),
+          ...problemResponses(403),
+        },
       },
     },
     async function listApiKeys(request, reply) {
@@ -131,7 +138,11 @@ export function registerApiKeyRoutes(
         params: ApiKeyParams,
         querystring: NoQuery,
         headers: IfNoneMatchHeaders,
-        response: { 200: ApiKey, 304: NotModified, ...problemResponses(403, 404) },
+        response: {
+          200: JsonResponse(ApiKey, 'The key', ['etag']),
+          304: NotModified,
+          ...problemResponses(403, 404),
+        },
       },
     },
     async function getApiKey(request, reply) {

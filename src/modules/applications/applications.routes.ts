@@ -7,6 +7,8 @@ import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
   IfNoneMatchHeaders,
+  JsonResponse,
+  mergePatchMediaTypes,
   NoContent,
   NoQuery,
   NotModified,
@@ -75,7 +77,10 @@ export function registerApplicationRoutes(
         security: apiKeySecurity,
         querystring: NoQuery,
         body: CreateApplicationBody,
-        response: { 201: Application, ...problemResponses(403, 409, 413, 415) },
+        response: {
+          201: JsonResponse(Application, 'The application, created', ['location', 'etag']),
+          ...problemResponses(403, 409, 413, 415),
+        },
       },
     },
     async function createApplication(request, reply) {
@@ -97,7 +102,10 @@ export function registerApplicationRoutes(
         description: 'Keyset-paginated. A restricted API key sees only its applications.',
         security: apiKeySecurity,
         querystring: ListApplicationsQuery,
-        response: { 200: ApplicationPage, ...problemResponses(403) },
+        response: {
+          200: JsonResponse(ApplicationPage, 'A page of applications', ['link']),
+          ...problemResponses(403),
+        },
       },
     },
     async function listApplications(request, reply) {
@@ -129,7 +137,11 @@ export function registerApplicationRoutes(
         params: ApplicationParams,
         querystring: NoQuery,
         headers: IfNoneMatchHeaders,
-        response: { 200: Application, 304: NotModified, ...problemResponses(403, 404) },
+        response: {
+          200: JsonResponse(Application, 'The application', ['etag']),
+          304: NotModified,
+          ...problemResponses(403, 404),
+        },
       },
     },
     async function getApplication(request, reply) {
@@ -152,7 +164,10 @@ export function registerApplicationRoutes(
         querystring: NoQuery,
         headers: IfMatchHeaders,
         body: ReplaceApplicationBody,
-        response: { 200: Application, ...problemResponses(403, 404, 412, 413, 415) },
+        response: {
+          200: JsonResponse(Application, 'The application, changed', ['etag']),
+          ...problemResponses(403, 404, 412, 413, 415),
+        },
       },
     },
     async function replaceApplication(request, reply) {
@@ -177,8 +192,12 @@ export function registerApplicationRoutes(
         params: ApplicationParams,
         querystring: NoQuery,
         headers: IfMatchHeaders,
+        consumes: mergePatchMediaTypes,
         body: PatchApplicationBody,
-        response: { 200: Application, ...problemResponses(403, 404, 412, 413, 415) },
+        response: {
+          200: JsonResponse(Application, 'The application, changed', ['etag']),
+          ...problemResponses(403, 404, 412, 413, 415),
+        },
       },
     },
     async function patchApplication(request, reply) {

@@ -24,7 +24,7 @@ export const DisplayName = TrimmedText(200, { description: 'Stored trimmed.' });
 
 export const Description = Type.String({
   maxLength: 2000,
-  pattern: '^[^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\p{Cs}]*$',
+  pattern: '^[^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\ud800-\\udfff]*$',
   [RULE_KEYWORD]: 'text without control characters other than newline and tab',
 });
 
@@ -89,8 +89,8 @@ export type ReplaceApplicationBody = Static<typeof ReplaceApplicationBody>;
 export const PatchApplicationBody = Type.Object(
   {
     client_id: Type.Optional(Type.String({ description: 'If present, must equal the path.' })),
-    display_name: Type.Optional(Nullable(DisplayName)),
-    description: Type.Optional(Nullable(Description)),
+    display_name: Type.Optional(DisplayName),
+    description: Type.Optional(Description),
     mode: Type.Optional(Nullable(Mode)),
     jwt_expiration_in_minutes: Type.Optional(Nullable(JwtExpirationInMinutes)),
     external_token_validation: Type.Optional(ExternalTokenValidation),
@@ -99,7 +99,9 @@ export const PatchApplicationBody = Type.Object(
   },
   {
     additionalProperties: false,
-    description: 'JSON Merge Patch (RFC 7396): `null` resets a member to its default.',
+    description:
+      'JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes and ' +
+      'external_token_validation to their defaults; members without a default cannot be null.',
   },
 );
 export type PatchApplicationBody = Static<typeof PatchApplicationBody>;

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.js';
 import { deleteConditionally, newVersion, updateConditionally } from '../../http/preconditions.js';
-import { type InvalidParam, invalid, problem } from '../../problems.js';
+import { invalid, problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { ApplicationRecord, Store } from '../../store/store.js';
 import { applyMergePatch } from '../merge-patch.js';
@@ -92,10 +92,6 @@ export class ApplicationsService {
     ifMatch: string | undefined,
   ): Promise<ApplicationRecord> {
     assertSameClientId(clientId, patch.client_id);
-    const errors: InvalidParam[] = [];
-    if (patch.display_name === null) errors.push(requiredMember('display_name'));
-    if (patch.description === null) errors.push(requiredMember('description'));
-    if (errors.length > 0) throw invalid(errors);
     return this.update(clientId, ifMatch, (current) => {
       const externalTokenValidation =
         patch.external_token_validation === undefined
@@ -199,8 +195,4 @@ function assertExternalTokenValidationSize(value: unknown): void {
       { pointer: '/external_token_validation', detail: 'must be at most 32 KiB when serialized' },
     ]);
   }
-}
-
-function requiredMember(name: string): InvalidParam {
-  return { pointer: `/${name}`, detail: 'is required and has no default, so it cannot be null' };
 }

@@ -6,6 +6,8 @@ import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
   IfNoneMatchHeaders,
+  JsonResponse,
+  mergePatchMediaTypes,
   NoContent,
   NoQuery,
   NotModified,
@@ -96,7 +98,10 @@ export function registerUserRoutes(
         params: ApplicationUsersParams,
         querystring: NoQuery,
         body: CreateUserBody,
-        response: { 201: User, ...problemResponses(403, 404, 409, 413, 415) },
+        response: {
+          201: JsonResponse(User, 'The user, created', ['location', 'etag']),
+          ...problemResponses(403, 404, 409, 413, 415),
+        },
       },
     },
     async function createUser(request, reply) {
@@ -121,7 +126,10 @@ export function registerUserRoutes(
         security: apiKeySecurity,
         params: ApplicationUsersParams,
         querystring: ListUsersQuery,
-        response: { 200: UserPage, ...problemResponses(403, 404) },
+        response: {
+          200: JsonResponse(UserPage, 'A page of users', ['link']),
+          ...problemResponses(403, 404),
+        },
       },
     },
     async function listUsers(request, reply) {
@@ -159,7 +167,11 @@ export function registerUserRoutes(
         params: UserParamsSchema,
         querystring: NoQuery,
         headers: IfNoneMatchHeaders,
-        response: { 200: User, 304: NotModified, ...problemResponses(403, 404) },
+        response: {
+          200: JsonResponse(User, 'The user', ['etag']),
+          304: NotModified,
+          ...problemResponses(403, 404),
+        },
       },
     },
     async function getUser(request, reply) {
@@ -182,7 +194,10 @@ export function registerUserRoutes(
         querystring: NoQuery,
         headers: IfMatchHeaders,
         body: ReplaceUserBody,
-        response: { 200: User, ...problemResponses(403, 404, 412, 413, 415) },
+        response: {
+          200: JsonResponse(User, 'The user, changed', ['etag']),
+          ...problemResponses(403, 404, 412, 413, 415),
+        },
       },
     },
     async function replaceUser(request, reply) {
@@ -207,8 +222,12 @@ export function registerUserRoutes(
         params: UserParamsSchema,
         querystring: NoQuery,
         headers: IfMatchHeaders,
+        consumes: mergePatchMediaTypes,
         body: PatchUserBody,
-        response: { 200: User, ...problemResponses(403, 404, 412, 413, 415) },
+        response: {
+          200: JsonResponse(User, 'The user, changed', ['etag']),
+          ...problemResponses(403, 404, 412, 413, 415),
+        },
       },
     },
     async function patchUser(request, reply) {

@@ -24,7 +24,7 @@ export const Provider = Type.String({
 export const Identifier = Type.String({
   minLength: 1,
   maxLength: 256,
-  pattern: '^[^\\p{Cc}\\p{Cs}]*$',
+  pattern: '^[^\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]*$',
   not: { enum: ['.', '..'] },
   [RULE_KEYWORD]: '1–256 characters without control characters, and not "." or ".."',
   description: "The user's id at the provider; percent-encode it in paths.",
@@ -61,7 +61,8 @@ export const UserRole = Type.String({
 
 export const Scope = Type.String({
   maxLength: 128,
-  pattern: '^[^\\s:\\p{Cc}\\p{Cs}]+:[^\\s\\p{Cc}\\p{Cs}]+$',
+  pattern:
+    '^[^\\s:\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]+:[^\\s\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]+$',
   [RULE_KEYWORD]: '<dimension>:<value>, both non-empty, no whitespace, at most 128 characters',
   examples: ['org:acme'],
 });
@@ -114,18 +115,20 @@ export const PatchUserBody = Type.Object(
     identifier: Type.Optional(PathEcho),
     provider: Type.Optional(PathEcho),
     client_id: Type.Optional(PathEcho),
-    name: Type.Optional(Nullable(UserName)),
+    name: Type.Optional(UserName),
     avatar: Type.Optional(Nullable(Avatar)),
-    email: Type.Optional(Nullable(Email)),
-    locale: Type.Optional(Nullable(Locale)),
-    roles: Type.Optional(Nullable(Roles)),
-    scopes: Type.Optional(Nullable(Scopes)),
+    email: Type.Optional(Email),
+    locale: Type.Optional(Locale),
+    roles: Type.Optional(Roles),
+    scopes: Type.Optional(Scopes),
     created_at: Type.Optional(ReadOnlyEcho),
     updated_at: Type.Optional(ReadOnlyEcho),
   },
   {
     additionalProperties: false,
-    description: 'JSON Merge Patch (RFC 7396): `null` resets a member to its default.',
+    description:
+      'JSON Merge Patch (RFC 7396): `null` resets avatar to its default; members without a ' +
+      'default cannot be null.',
   },
 );
 export type PatchUserBody = Static<typeof PatchUserBody>;

@@ -87,14 +87,6 @@ export class UsersService {
     ifMatch: string | undefined,
   ): Promise<UserRecord> {
     assertIdentityEchoes(identity, patch);
-    const required = ['name', 'email', 'locale', 'roles', 'scopes'] as const;
-    const errors: InvalidParam[] = required
-      .filter((name) => patch[name] === null)
-      .map((name) => ({
-        pointer: `/${name}`,
-        detail: 'is required and has no default, so it cannot be null',
-      }));
-    if (errors.length > 0) throw invalid(errors);
     return this.update(identity, ifMatch, (current) => ({
       name: patch.name?.trim() ?? current.name,
       avatar: patch.avatar === undefined ? current.avatar : patch.avatar,

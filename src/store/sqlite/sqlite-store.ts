@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqlStore } from '../sql/sql-store.js';
@@ -22,7 +22,7 @@ export interface SqliteStoreOptions {
 /** Opens (creating if needed) a SQLite database and returns the Store over it, unmigrated. */
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
-  if (!inMemory) mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+  if (!inMemory) createDirectory(dirname(options.path));
   let database: Database.Database;
   try {
     database = new Database(options.path, { timeout: options.busyTimeoutMs ?? 2000 });
@@ -36,4 +36,23 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     throw translateSqliteError(error);
   }
   return new SqlStore(new SqliteExecutor(database));
+}
+
+/**
+ * mkdir -p, one level at a time, private to the owner. (Node's recursive mkdir can loop
+ * forever under /proc, where a missing parent keeps reporting ENOENT.)
+ */
+function createDirectory(directory: string): void {
+  const missing: string[] = [];
+  for (let current = directory; !existsSync(current); current = dirname(current)) {
+    missing.unshift(current);
+    if (dirname(current) === current) break;
+  }
+  for (const path of missing) {
+    try {
+      mkdirSync(path, { mode: 0o700 });
+    } catch (error) {
+      throw new Error(`cannot create the database directory ${path}`, { cause: error });
+    }
+  }
 }
