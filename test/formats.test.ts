@@ -25,9 +25,17 @@ describe('string formats', () => {
 
   it('email: checks length before the pattern, so hostile input stays cheap', () => {
     assert.equal(isEmail('ada@example.com'), true);
-    assert.equal(isEmail(`${'a'.repeat(242)}@example.com`), true);
-    assert.equal(isEmail(`${'a'.repeat(243)}@example.com`), false);
+    const domain = (last: number) => `${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(last)}.com`;
+    assert.equal(`${'a'.repeat(64)}@${domain(57)}`.length, 254);
+    assert.equal(isEmail(`${'a'.repeat(64)}@${domain(57)}`), true);
+    assert.equal(isEmail(`${'a'.repeat(64)}@${domain(58)}`), false, '255 characters');
     assert.equal(isEmail(`a@${'a-'.repeat(100_000)}!`), false);
+    assert.equal(isEmail(`${'x'.repeat(64)}@example.com`), true);
+    assert.equal(isEmail(`${'x'.repeat(65)}@example.com`), false, 'local part over 64');
+    assert.equal(isEmail(`a@${'d'.repeat(63)}.com`), true);
+    assert.equal(isEmail(`a@${'d'.repeat(64)}.com`), false, 'label over 63');
+    assert.equal(isEmail('a@192.168.0.1'), false, 'numeric top-level label');
+    assert.equal(isEmail('a@example.co.uk'), true);
   });
 
   it('http-url: absolute http(s) with a host', () => {
@@ -57,6 +65,8 @@ describe('string formats', () => {
       'i-klingon',
       'x-private',
       'EN-gb',
+      'de-DE-1901-1996',
+      'en-a-bbb-b-ccc-x-a-a',
     ]) {
       assert.equal(isLanguageTag(valid), true, valid);
     }
@@ -68,6 +78,8 @@ describe('string formats', () => {
       'english-language-x',
       'a'.repeat(36),
       'en--US',
+      'de-DE-1901-1901',
+      'en-a-bbb-a-ccc',
     ]) {
       assert.equal(isLanguageTag(invalid), false, invalid);
     }

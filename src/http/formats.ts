@@ -8,9 +8,17 @@ import Format from 'typebox/format';
 const EMAIL = fullFormats.email as RegExp;
 const DATE_TIME = fullFormats['date-time'] as { validate: (value: string) => boolean };
 
-/** RFC 5321 limits a path to 254 characters; checked first so the regex never sees more. */
+/**
+ * A dot-atom address with a dotted domain. Lengths are checked first so the regex never sees
+ * more than RFC 5321 allows (254 in all, 64 before the @, 63 per domain label); the top-level
+ * label must not be all digits (RFC 3696 §2), which rules out dotted IPv4 addresses.
+ */
 export function isEmail(value: string): boolean {
-  return value.length <= 254 && EMAIL.test(value);
+  if (value.length > 254 || !EMAIL.test(value)) return false;
+  const at = value.lastIndexOf('@');
+  if (at > 64) return false;
+  const labels = value.slice(at + 1).split('.');
+  return labels.every((label) => label.length <= 63) && !/^[0-9]+$/.test(labels.at(-1)!);
 }
 
 /** An absolute http: or https: URL with a host, no whitespace or control characters. */
@@ -58,9 +66,22 @@ const IRREGULAR = [
 ];
 const LANGUAGE_TAG = new RegExp(`^(?:${LANGTAG}|${PRIVATE_USE}|${IRREGULAR.join('|')})$`, 'i');
 
-/** A BCP 47 language tag (RFC 5646 syntax), at most 35 characters. */
+/**
+ * A valid BCP 47 language tag of at most 35 characters: the RFC 5646 syntax, and neither a
+ * variant nor an extension singleton repeated (RFC 5646 §2.2.5, §2.2.6).
+ */
 export function isLanguageTag(value: string): boolean {
-  return value.length <= 35 && LANGUAGE_TAG.test(value);
+  if (value.length > 35 || !LANGUAGE_TAG.test(value)) return false;
+  const subtags = value.toLowerCase().split('-');
+  const privateUse = subtags.indexOf('x');
+  const checked = privateUse === -1 ? subtags : subtags.slice(0, privateUse);
+  const variants = checked.filter(
+    (subtag, index) => index > 0 && /^(?:[a-z0-9]{5,8}|[0-9][a-z0-9]{3})$/.test(subtag),
+  );
+  const singletons = checked.filter((subtag) => subtag.length === 1);
+  return (
+    new Set(variants).size === variants.length && new Set(singletons).size === singletons.length
+  );
 }
 
 /**
