@@ -28,10 +28,10 @@ export class SqliteExecutor implements SqlExecutor {
   readonly #statements = new Map<string, Database.Statement>();
   readonly #ping: Database.Statement;
 
-  constructor(database: Database.Database) {
+  constructor(database: Database.Database, options: { lockWaitMs?: number } = {}) {
     this.#database = database;
     this.db = new Kysely<Tables>({ dialect: new SqliteDialect({ database }) });
-    this.#batcher = new SqliteWriteBatcher(database);
+    this.#batcher = new SqliteWriteBatcher(database, options);
     this.#ping = database.prepare('select 1');
   }
 

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { DuplicateError, StoreUnavailableError } from '../errors.js';
 import { describeStoreContract } from '../store.contract.js';
 import type { ApplicationRecord, Store } from '../store.js';
-import { openSqliteStore } from './sqlite-store.js';
+import { SQLITE_BUSY_SPIN_MS, openSqliteStore } from './sqlite-store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -113,12 +113,37 @@ describe('openSqliteStore on a file', () => {
     }
   });
 
-  it('runs its connection with synchronous=FULL, foreign keys on and the busy timeout', async () => {
+  it('runs its connection with synchronous=FULL, foreign keys on and a busy handler that never blocks long', async () => {
     const store = open(50);
     assert.equal(pragmaOnStoreConnection(store, 'synchronous'), 2);
     assert.equal(pragmaOnStoreConnection(store, 'foreign_keys'), 1);
-    assert.equal(pragmaOnStoreConnection(store, 'busy_timeout'), 50);
-    assert.equal(pragmaOnStoreConnection(open(), 'busy_timeout'), 2000);
+    assert.equal(pragmaOnStoreConnection(store, 'busy_timeout'), SQLITE_BUSY_SPIN_MS);
+    assert.equal(pragmaOnStoreConnection(open(), 'busy_timeout'), SQLITE_BUSY_SPIN_MS);
+  });
+
+  it('waits for the write lock of another process without blocking reads, then writes', async () => {
+    const store = open(60_000);
+    await store.migrate();
+    await store.applications.insertApplication(application('before'));
+    const other = new Database(path);
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      let settled = false;
+      const waiting = store.applications.insertApplication(application('waited')).finally(() => {
+        settled = true;
+      });
+      // Several event-loop turns and timer ticks pass, reads are answered meanwhile.
+      for (let turn = 0; turn < 5; turn++) {
+        await new Promise((resolve) => setTimeout(resolve, 15));
+        assert.deepEqual(await store.applications.findApplication('before'), application('before'));
+      }
+      assert.equal(settled, false, 'the write is still waiting for the lock');
+      other.exec('ROLLBACK');
+      await waiting;
+    } finally {
+      other.close();
+    }
+    assert.deepEqual(await store.applications.findApplication('waited'), application('waited'));
   });
 
   it('refuses a path it cannot open with StoreUnavailableError', () => {

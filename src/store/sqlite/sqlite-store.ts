@@ -9,7 +9,11 @@ import { translateSqliteError } from './sqlite-errors.js';
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:'. */
   path: string;
-  /** How long a statement waits for another process's lock before failing (CLI vs server). */
+  /**
+   * How long a write waits for another process's write lock (a CLI command, a backup) before
+   * failing with StoreUnavailableError. The wait happens between attempts, on a timer; SQLite's
+   * own busy handler, which blocks the event loop, spins at most SQLITE_BUSY_SPIN_MS.
+   */
   busyTimeoutMs?: number;
   /**
    * Called once with the store's own connection after its pragmas are set. For tests that
@@ -19,13 +23,19 @@ export interface SqliteStoreOptions {
   onConnection?: (database: Database.Database) => void;
 }
 
+const DEFAULT_BUSY_TIMEOUT_MS = 2000;
+/** The longest SQLite's busy handler may block the event loop in one go. */
+export const SQLITE_BUSY_SPIN_MS = 10;
+
 /** Opens (creating if needed) a SQLite database and returns the Store over it, unmigrated. */
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
   if (!inMemory) createDirectory(dirname(options.path));
   let database: Database.Database;
   try {
-    database = new Database(options.path, { timeout: options.busyTimeoutMs ?? 2000 });
+    database = new Database(options.path, {
+      timeout: Math.min(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS, SQLITE_BUSY_SPIN_MS),
+    });
     if (!inMemory) database.pragma('journal_mode = WAL');
     // FULL: an acknowledged commit survives power loss, not only a process crash.
     database.pragma('synchronous = FULL');
@@ -35,7 +45,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   } catch (error) {
     throw translateSqliteError(error);
   }
-  return new SqlStore(new SqliteExecutor(database));
+  return new SqlStore(
+    new SqliteExecutor(database, { lockWaitMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS }),
+  );
 }
 
 /**

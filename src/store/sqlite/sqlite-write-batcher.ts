@@ -1,28 +1,49 @@
 import type Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../errors.js';
 import { translateSqliteError } from './sqlite-errors.js';
 
 interface Job {
   work: () => number[];
   resolve: (changes: number[]) => void;
   reject: (error: unknown) => void;
+  /** Until when this write may wait for another process to release the write lock. */
+  deadline: number;
 }
 
 type Outcome = { ok: true; value: number[] } | { ok: false; error: unknown };
+
+export interface WriteBatcherOptions {
+  /** How long a write waits for the write lock held by another process, then fails (503). */
+  lockWaitMs?: number;
+}
+
+/** Between attempts to take a lock another process holds; the event loop runs meanwhile. */
+const LOCK_RETRY_MS = 10;
 
 /**
  * Group commit. Writes that arrive during one event-loop turn share one transaction and one
  * fsync (synchronous=FULL), each inside its own savepoint so it succeeds or fails alone.
  * A write's promise settles only after the COMMIT that made it durable returned: nothing
  * is acknowledged that a crash could lose.
+ *
+ * When another process holds the write lock (a CLI command, a backup), the batch waits on a
+ * timer, not in SQLite's busy handler, so reads and health checks keep being answered.
  */
 export class SqliteWriteBatcher {
   #queue: Job[] = [];
   #scheduled = false;
+  /** True from the first queued write until the queue is empty again (drain's promise). */
+  #busy = false;
   #idle: Promise<void> = Promise.resolve();
   #markIdle: () => void = () => {};
+  readonly #lockWaitMs: number;
   readonly #statements;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    options: WriteBatcherOptions = {},
+  ) {
+    this.#lockWaitMs = options.lockWaitMs ?? 2000;
     this.#statements = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -35,18 +56,25 @@ export class SqliteWriteBatcher {
 
   run(work: () => number[]): Promise<number[]> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ work, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        this.#idle = new Promise((markIdle) => (this.#markIdle = markIdle));
-        setImmediate(() => this.#flush());
-      }
+      this.#queue.push({ work, resolve, reject, deadline: Date.now() + this.#lockWaitMs });
+      this.#schedule(0);
     });
   }
 
   /** Resolves once every write queued so far has been committed or refused. */
   drain(): Promise<void> {
     return this.#idle;
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    if (!this.#busy) {
+      this.#busy = true;
+      this.#idle = new Promise((markIdle) => (this.#markIdle = markIdle));
+    }
+    if (delayMs === 0) setImmediate(() => this.#flush());
+    else setTimeout(() => this.#flush(), delayMs);
   }
 
   #flush(): void {
@@ -61,7 +89,10 @@ export class SqliteWriteBatcher {
       if (this.db.inTransaction) this.#tryStatement(this.#statements.rollback);
       settleAll(jobs, { ok: false, error: translateSqliteError(error) });
     } finally {
-      if (!this.#scheduled) this.#markIdle();
+      if (!this.#scheduled) {
+        this.#busy = false;
+        this.#markIdle();
+      }
     }
   }
 
@@ -69,7 +100,8 @@ export class SqliteWriteBatcher {
     let outcomes: Outcome[] = [];
     let pending = jobs;
     while (pending.length > 0) {
-      const failure = this.#tryStatement(this.#statements.begin);
+      const failure = this.#begin();
+      if (failure === 'locked') return this.#waitForLock(pending);
       if (failure !== undefined) return settleAll(pending, { ok: false, error: failure });
       const done: Job[] = [];
       let aborted: unknown;
@@ -99,6 +131,30 @@ export class SqliteWriteBatcher {
       done.forEach((job, index) => settle(job, outcomes[index]!));
       return;
     }
+  }
+
+  /** BEGIN IMMEDIATE: undefined when it worked, 'locked' when another process holds the lock. */
+  #begin(): unknown {
+    try {
+      this.#statements.begin.run();
+      return undefined;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) return 'locked';
+      return translateSqliteError(error);
+    }
+  }
+
+  /** Refuses the writes that waited long enough; the rest try again shortly, ahead of newer ones. */
+  #waitForLock(jobs: Job[]): void {
+    const now = Date.now();
+    const expired = jobs.filter((job) => job.deadline <= now);
+    settleAll(expired, {
+      ok: false,
+      error: new StoreUnavailableError('another process holds the database write lock', 'all'),
+    });
+    this.#queue = [...jobs.filter((job) => job.deadline > now), ...this.#queue];
+    if (this.#queue.length > 0) this.#schedule(LOCK_RETRY_MS);
   }
 
   #runInSavepoint(job: Job): Outcome {
