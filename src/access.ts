@@ -19,8 +19,11 @@ export async function prepareAccess(deps: {
     if (deps.bootstrapApiKey.length < 32) {
       log.warn('IAM_BOOTSTRAP_API_KEY is shorter than 32 characters; use a long random secret');
     }
-    const outcome = await apiKeys.ensureBootstrapKey(deps.bootstrapApiKey);
+    const { outcome, revokedPrevious } = await apiKeys.ensureBootstrapKey(deps.bootstrapApiKey);
     log.info({ outcome }, 'bootstrap API key ready');
+    if (revokedPrevious) {
+      log.info('IAM_BOOTSTRAP_API_KEY changed: revoked the key of its previous value');
+    }
     return;
   }
   const issued = await apiKeys.issueFirstKey();

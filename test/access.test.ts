@@ -193,5 +193,32 @@ describe('start-up access (prepareAccess)', () => {
       const key = await services.authenticator.authenticate(BOOTSTRAP_SECRET);
       assert.equal(key?.id, id);
     });
+
+    it('revokes the key of the previous value when the variable changes', async () => {
+      const rotated = 'rotated-bootstrap-secret-0123456789-abcdefgh';
+      const other = await services.apiKeys.createApiKey('operator', {
+        name: 'unrelated',
+        roles: ['users:read'],
+        applications: null,
+        expiresAt: null,
+      });
+      await prepare(BOOTSTRAP_SECRET);
+      await prepare(rotated);
+      assert.equal(await services.authenticator.authenticate(BOOTSTRAP_SECRET), undefined);
+      assert.deepEqual((await services.authenticator.authenticate(rotated))?.roles, [...ROLES]);
+      assert.ok(await services.authenticator.authenticate(other.secret), 'other keys stay');
+      assert.equal(await store.apiKeys.countApiKeys(), 2);
+      assert.ok(logLines.some((line) => line.includes('revoked the key of its previous value')));
+      assert.ok(
+        !logLines.some((line) => line.includes(rotated) || line.includes(BOOTSTRAP_SECRET)),
+      );
+
+      await prepare(rotated);
+      assert.equal(
+        await store.apiKeys.countApiKeys(),
+        2,
+        'a restart with the same value changes nothing',
+      );
+    });
   });
 });

@@ -717,6 +717,16 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
         assert.equal(await store.settings.getOrCreateSetting('cursor_key', ''), 'first');
       });
 
+      it('finds and replaces settings', async () => {
+        assert.equal(await store.settings.findSetting('bootstrap'), undefined);
+        await store.settings.putSetting('bootstrap', 'one');
+        assert.equal(await store.settings.findSetting('bootstrap'), 'one');
+        await store.settings.putSetting('bootstrap', 'two');
+        assert.equal(await store.settings.findSetting('bootstrap'), 'two');
+        assert.equal(await store.settings.getOrCreateSetting('bootstrap', 'three'), 'two');
+        assert.equal(await store.settings.findSetting('other'), undefined);
+      });
+
       it('gives 10 concurrent callers the same value', async () => {
         const initials = Array.from({ length: 10 }, (_, n) => `value-${n}`);
         const values = await Promise.all(

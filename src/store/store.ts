@@ -153,6 +153,10 @@ export interface SettingRepository {
    * on every instance, gets the same value (the first one written wins).
    */
   getOrCreateSetting(name: string, initial: string): Promise<string>;
+  /** The stored value of a setting, or undefined. */
+  findSetting(name: string): Promise<string | undefined>;
+  /** Stores a setting, replacing any value it had. */
+  putSetting(name: string, value: string): Promise<void>;
 }
 
 export interface Store {

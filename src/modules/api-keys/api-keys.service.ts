@@ -65,6 +65,9 @@ function isVisibleTo(caller: KeyCaller, key: ApiKeyRecord): boolean {
 
 const SCAN_PAGE = 500;
 
+/** The id of the key made from IAM_BOOTSTRAP_API_KEY, to retire it when the variable changes. */
+const BOOTSTRAP_KEY_SETTING = 'bootstrap-api-key-id';
+
 export class ApiKeysService {
   constructor(
     private readonly deps: { store: Store; clock: Clock; authenticator: ApiKeyAuthenticator },
@@ -151,35 +154,48 @@ export class ApiKeysService {
   /**
    * Makes sure a key with exactly this secret and every role exists (IAM_BOOTSTRAP_API_KEY):
    * created when missing, widened to all roles when an upgrade added roles, never duplicated.
+   * When the variable names a new secret, the key of the previous one is revoked: rotating
+   * the variable rotates the key.
    */
-  async ensureBootstrapKey(secret: string): Promise<'created' | 'updated' | 'unchanged'> {
+  async ensureBootstrapKey(
+    secret: string,
+  ): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; revokedPrevious: boolean }> {
+    const { store } = this.deps;
     const digest = digestSecret(secret);
-    const existing = await this.deps.store.apiKeys.findApiKeyByDigest(digest);
     const now = this.deps.clock.now();
-    if (existing === undefined) {
+    let key = await store.apiKeys.findApiKeyByDigest(digest);
+    let outcome: 'created' | 'updated' | 'unchanged' = 'unchanged';
+    if (key === undefined) {
+      const created = allRolesKey('bootstrap (IAM_BOOTSTRAP_API_KEY)', digest, now);
       try {
-        await this.deps.store.apiKeys.insertApiKey(
-          allRolesKey('bootstrap (IAM_BOOTSTRAP_API_KEY)', digest, now),
-        );
-        return 'created';
+        await store.apiKeys.insertApiKey(created);
+        outcome = 'created';
       } catch (error) {
         // Another instance starting at the same moment created it: the digest is unique.
-        if (error instanceof DuplicateError) return 'unchanged';
-        throw error;
+        if (!(error instanceof DuplicateError)) throw error;
       }
+      key = (await store.apiKeys.findApiKeyByDigest(digest)) ?? created;
+    } else if (
+      !ROLES.every((role) => key!.roles.includes(role)) ||
+      key.applications !== null ||
+      key.expiresAt !== null
+    ) {
+      await store.apiKeys.updateApiKeyGrants(key.id, {
+        roles: [...ROLES],
+        applications: null,
+        updatedAt: now,
+      });
+      this.deps.authenticator.forgetKey(key.id);
+      outcome = 'updated';
     }
-    const complete =
-      ROLES.every((role) => existing.roles.includes(role)) &&
-      existing.applications === null &&
-      existing.expiresAt === null;
-    if (complete) return 'unchanged';
-    await this.deps.store.apiKeys.updateApiKeyGrants(existing.id, {
-      roles: [...ROLES],
-      applications: null,
-      updatedAt: now,
-    });
-    this.deps.authenticator.forgetKey(existing.id);
-    return 'updated';
+    const previous = await store.settings.findSetting(BOOTSTRAP_KEY_SETTING);
+    let revokedPrevious = false;
+    if (previous !== undefined && previous !== key.id) {
+      revokedPrevious = await store.apiKeys.deleteApiKey(previous);
+      this.deps.authenticator.forgetKey(previous);
+    }
+    if (previous !== key.id) await store.settings.putSetting(BOOTSTRAP_KEY_SETTING, key.id);
+    return { outcome, revokedPrevious };
   }
 
   /** On a store without any key, issues one all-roles key (once, even across instances). */

@@ -1,7 +1,8 @@
-import type { SettingRepository, Store } from '../store.js';
+import type { Store } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
+import { SqlSettingRepository } from './sql-settings.js';
 import { SqlUserRepository } from './sql-users.js';
 
 /** The Store of every SQL dialect: repositories built on one dialect's executor. */
@@ -9,7 +10,7 @@ export class SqlStore implements Store {
   readonly applications: SqlApplicationRepository;
   readonly users: SqlUserRepository;
   readonly apiKeys: SqlApiKeyRepository;
-  readonly settings: SettingRepository;
+  readonly settings: SqlSettingRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
@@ -17,9 +18,7 @@ export class SqlStore implements Store {
     this.applications = new SqlApplicationRepository(sql);
     this.users = new SqlUserRepository(sql);
     this.apiKeys = new SqlApiKeyRepository(sql);
-    this.settings = {
-      getOrCreateSetting: (name, initial) => this.getOrCreateSetting(name, initial),
-    };
+    this.settings = new SqlSettingRepository(sql);
   }
 
   ping(): Promise<void> {
@@ -32,21 +31,5 @@ export class SqlStore implements Store {
 
   close(): Promise<void> {
     return this.sql.close();
-  }
-
-  private async getOrCreateSetting(name: string, initial: string): Promise<string> {
-    const { db } = this.sql;
-    await this.sql.write([
-      db
-        .insertInto('settings')
-        .values({ name, value: initial })
-        .onConflict((oc) => oc.column('name').doNothing())
-        .compile(),
-    ]);
-    const [row] = await this.sql.select(
-      db.selectFrom('settings').select('value').where('name', '=', name).compile(),
-    );
-    if (!row) throw new Error(`setting ${name} vanished after it was written`);
-    return row.value;
   }
 }
