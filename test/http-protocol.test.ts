@@ -188,9 +188,90 @@ describe('HTTP protocol rules', () => {
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
 
+    it('refuses numbers JavaScript cannot represent instead of storing null', async () => {
+      for (const number of ['1e400', '-1e400', '9'.repeat(400)]) {
+        const response = await call(ctx, 'POST', '/applications', {
+          rawBody: `{"client_id":"inf","display_name":"I","description":"","external_token_validation":{"e":${number}}}`,
+        });
+        problemOf(response, 400);
+      }
+      const lookalike = await call(ctx, 'POST', '/applications', {
+        body: applicationBody({ client_id: 'e400', description: 'Invoice 1e400 and 1E999' }),
+      });
+      assert.equal(lookalike.statusCode, 201, 'inside a string, such text is just text');
+    });
+
+    it('refuses a body that is not valid UTF-8', async () => {
+      const body = Buffer.concat([
+        Buffer.from('{"client_id":"utf","display_name":"'),
+        Buffer.from([0xc3, 0x28]),
+        Buffer.from('","description":""}'),
+      ]);
+      const problem = problemOf(await call(ctx, 'POST', '/applications', { rawBody: body }), 400);
+      assert.match(problem.detail, /UTF-8/);
+    });
+
+    it('refuses compressed bodies with 415 and accepts Content-Encoding: identity', async () => {
+      const compressed = await call(ctx, 'POST', '/applications', {
+        body: applicationBody({ client_id: 'gz' }),
+        headers: { 'content-encoding': 'gzip' },
+      });
+      problemOf(compressed, 415);
+      const identity = await call(ctx, 'POST', '/applications', {
+        body: applicationBody({ client_id: 'identity' }),
+        headers: { 'content-encoding': 'identity' },
+      });
+      assert.equal(identity.statusCode, 201);
+    });
+
+    it('reports at most 100 invalid members', async () => {
+      const body: Record<string, unknown> = applicationBody({ client_id: 'many' });
+      for (let n = 0; n < 5000; n++) body[`unknown_${n}`] = n;
+      const problem = problemOf(await call(ctx, 'POST', '/applications', { body }), 400);
+      assert.equal(problem.errors?.length, 100);
+    });
+
     it('answers 400 for a POST without a body', async () => {
       const problem = problemOf(await call(ctx, 'POST', '/applications', {}), 400);
       assert.equal(problem.errors?.[0]?.pointer, '');
+    });
+  });
+
+  describe('query strings', () => {
+    for (const limit of ['0x10', '1e2', '+5', '%205', '010', '10.0', '']) {
+      it(`refuses limit=${limit}`, async () => {
+        const problem = problemOf(await call(ctx, 'GET', `/applications?limit=${limit}`), 400);
+        assert.deepEqual(problem.errors, [{ parameter: 'limit', detail: 'must be an integer' }]);
+      });
+    }
+
+    for (const value of ['1', 'TRUE', 'yes']) {
+      it(`refuses include_total=${value}`, async () => {
+        const problem = problemOf(
+          await call(ctx, 'GET', `/applications?include_total=${value}`),
+          400,
+        );
+        assert.equal(problem.errors?.[0]?.parameter, 'include_total');
+      });
+    }
+
+    it('refuses a parameter given twice, saying so', async () => {
+      const problem = problemOf(await call(ctx, 'GET', '/applications?limit=10&limit=20'), 400);
+      assert.deepEqual(problem.errors, [{ parameter: 'limit', detail: 'must be given only once' }]);
+    });
+
+    it('explains a bare + in the email filter', async () => {
+      const problem = problemOf(
+        await call(ctx, 'GET', '/applications/billing-web/users?email=a+b@example.com'),
+        400,
+      );
+      assert.match(problem.errors?.[0]?.detail ?? '', /%2B/);
+      const encoded = await call(
+        ctx,
+        'GET',
+        '/applications/billing-web/users?email=a%2Bb@example.com',
+      );
+      assert.equal(encoded.statusCode, 200);
     });
   });
 

@@ -3,14 +3,14 @@
 
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { Value } from 'typebox/value';
 import { createServices } from '../app.js';
 import { systemClock } from '../clock.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { registerTypeBoxFormats } from '../http/formats.js';
+import { createBodyChecker } from '../http/validation.js';
 import { toApiKeyResource } from '../modules/api-keys/api-keys.routes.js';
 import { CreateApiKeyBody } from '../modules/api-keys/api-keys.schemas.js';
-import { ProblemError } from '../problems.js';
+import { ProblemError, invalid } from '../problems.js';
 import { isRole } from '../roles.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
@@ -90,11 +90,11 @@ async function createKey(args: string[]): Promise<void> {
     applications,
     expires_at: null,
   };
-  if (!Value.Check(CreateApiKeyBody, body)) {
-    const first = Value.Errors(CreateApiKeyBody, body)[0];
-    throw new UsageError(
-      `invalid key: ${first?.instancePath.slice(1) ?? ''} ${first?.message ?? ''}`.trim(),
-    );
+  const errors = createBodyChecker()(CreateApiKeyBody, body);
+  if (errors.length > 0) {
+    // The API's own wording, with command-line names: "applications.0" → --applications.
+    const described = invalid(errors).detail.replace(/"(\w+)(?:\.\d+)?"/g, '--$1');
+    throw new UsageError(`invalid key: ${described}`);
   }
   const expiresIn = values['expires-in'] === undefined ? null : parseDuration(values['expires-in']);
 

@@ -44,12 +44,30 @@ export function exceedsJsonDepth(text: string, limit: number): boolean {
   return false;
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+// A number JavaScript would read as ±Infinity: a 3-digit exponent or 309+ digits in a row.
+// (It may also match inside a string; then the exact check below decides.)
+const MAYBE_NOT_FINITE = /[0-9][eE][+-]?[0-9]{3}|[0-9]{309}/;
+
+function rejectNonFiniteNumbers(_key: string, value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new SyntaxError('a number is too large to represent (it would become Infinity)');
+  }
+  return value;
+}
+
 function parseJsonBody(request: FastifyRequest, body: string | Buffer): unknown {
   const { charset } = mediaTypeOf(request);
   if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
     throw problem('unsupported-media-type', `Only UTF-8 JSON is accepted, not charset=${charset}.`);
   }
-  const text = typeof body === 'string' ? body : body.toString('utf8');
+  let text: string;
+  try {
+    text = typeof body === 'string' ? body : UTF8.decode(body);
+  } catch {
+    throw problem('malformed-request', 'The request body is not valid UTF-8.');
+  }
   if (text.trim() === '') {
     throw problem('malformed-request', 'The request body is empty; send a JSON document.');
   }
@@ -60,7 +78,8 @@ function parseJsonBody(request: FastifyRequest, body: string | Buffer): unknown 
     );
   }
   try {
-    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+    const reviver = MAYBE_NOT_FINITE.test(text) ? rejectNonFiniteNumbers : undefined;
+    return secureJson.parse(text, reviver, { protoAction: 'error', constructorAction: 'error' });
   } catch (error) {
     throw problem('malformed-request', `The body is not valid JSON: ${(error as Error).message}`);
   }
@@ -70,11 +89,20 @@ export function registerJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
-    { parseAs: 'string' },
+    { parseAs: 'buffer' },
     async function parseJson(request: FastifyRequest, body: string | Buffer) {
       return parseJsonBody(request, body);
     },
   );
+  app.addHook('preParsing', async function refuseContentEncodings(request) {
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      throw problem(
+        'unsupported-media-type',
+        `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
+      );
+    }
+  });
   app.addHook('preValidation', async function requireJsonMediaType(request) {
     if (request.body === undefined || request.method === 'PATCH') return;
     if (mediaTypeOf(request).type !== JSON_MEDIA_TYPE) {

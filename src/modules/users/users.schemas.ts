@@ -149,7 +149,13 @@ export const ListUsersQuery = Type.Object(
     ...PageQueryProperties,
     provider: Type.Optional(Provider),
     email: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 254, description: 'Exact, case-insensitive.' }),
+      Type.String({
+        format: 'email',
+        maxLength: 254,
+        [RULE_KEYWORD]:
+          'an e-mail address (send "+" as %2B: a bare + in a query string is a space)',
+        description: 'Exact, case-insensitive.',
+      }),
     ),
     role: Type.Optional(UserRole),
     scope: Type.Optional(Scope),
