@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildTestApp, call, createApplication, problemOf, type TestContext } from './helpers.js';
 
 describe('operational endpoints', () => {
@@ -90,6 +91,36 @@ describe('operational endpoints', () => {
         assert.ok(operations.includes(expected), `${expected} is documented`);
       }
       assert.equal(document.components.securitySchemes.apiKey.type, 'apiKey');
+    });
+
+    it('is valid against the OpenAPI 3.1 schema', async () => {
+      const document = (await call(ctx, 'GET', '//openapi.json', { key: null })).json();
+      const result = await new Validator().validate(document);
+      assert.deepEqual(result.errors ?? [], []);
+      assert.equal(result.valid, true);
+      assert.doesNotMatch(
+        JSON.stringify(document),
+        /\\\\p\{/,
+        'patterns avoid \\p{…}, which non-JS tools cannot read',
+      );
+    });
+
+    it('documents PATCH as JSON Merge Patch and the headers responses carry', async () => {
+      const document = (await call(ctx, 'GET', '//openapi.json', { key: null })).json();
+      const patch = document.paths['/iam/api/v1/applications/{client_id}'].patch;
+      assert.ok(patch.requestBody.content['application/merge-patch+json']);
+      assert.deepEqual(
+        patch.requestBody.content['application/merge-patch+json'].schema.properties.display_name
+          .type,
+        'string',
+        'members without a default are not documented as nullable',
+      );
+      const create = document.paths['/iam/api/v1/applications'].post;
+      assert.deepEqual(Object.keys(create.responses['201'].headers).sort(), ['etag', 'location']);
+      assert.ok(create.responses['401'].headers['www-authenticate']);
+      assert.ok(create.responses['429'].headers['retry-after']);
+      const list = document.paths['/iam/api/v1/applications'].get;
+      assert.ok(list.responses['200'].headers.link);
     });
 
     it('documents the same schemas that validate requests', async () => {
