@@ -20,6 +20,7 @@ export const problemKinds = {
   'headers-too-large': { status: 431, title: 'Request headers too large' },
   internal: { status: 500, title: 'Internal error' },
   'store-unavailable': { status: 503, title: 'Service unavailable' },
+  'write-contention': { status: 503, title: 'Service busy' },
   'shutting-down': { status: 503, title: 'Service unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

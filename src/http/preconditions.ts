@@ -1,13 +1,8 @@
-// Strong ETags and conditional requests (RFC 9110 §13). A resource's version token is its
-// ETag; writes are conditional UPDATEs on that token, so the database arbitrates races.
+// Strong ETags and conditional requests over HTTP (RFC 9110 §13): the ETag header, If-Match
+// turned into a VersionCondition for the services, and If-None-Match answered with 304.
 
-import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { problem } from '../problems.js';
-
-export interface Versioned {
-  etag: string;
-}
+import type { VersionCondition } from '../modules/conditional-writes.js';
 
 export function formatEtag(version: string): string {
   return `"${version}"`;
@@ -35,75 +30,18 @@ export function ifMatchAllows(header: string | undefined, version: string): bool
   return tags !== null && tags.some((tag) => !tag.weak && tag.opaque === version);
 }
 
+/** The request's If-Match as the condition a service checks against the current version. */
+export function ifMatchCondition(request: FastifyRequest): VersionCondition {
+  const header = request.headers['if-match'];
+  return (version) => ifMatchAllows(header, version);
+}
+
 /** If-None-Match with weak comparison: true when the client's copy is current (→ 304). */
 export function ifNoneMatchMatches(header: string | undefined, version: string): boolean {
   if (header === undefined) return false;
   const tags = parseEntityTags(header);
   if (tags === '*') return true;
   return tags !== null && tags.some((tag) => tag.opaque === version);
-}
-
-// A write loses its race only when another write landed between our read and our UPDATE;
-// a handful of attempts settles any realistic contention.
-const MAX_ATTEMPTS = 8;
-
-function preconditionFailed() {
-  return problem(
-    'precondition-failed',
-    'If-Match does not match the current ETag of the resource.',
-  );
-}
-
-function tooMuchContention() {
-  return problem(
-    'conflict',
-    'The resource changed repeatedly while this request was applied; retry.',
-  );
-}
-
-/**
- * Read → check If-Match → compute → conditional write, retried when another write won the
- * race. With If-Match, a lost race surfaces as 412 on the next read, as it must.
- * `change` returns null when nothing would change: then nothing is written and the
- * resource (with its updated_at and ETag) is returned as it is.
- */
-export async function updateConditionally<R extends Versioned>(options: {
-  load: () => Promise<R | undefined>;
-  notFound: () => Error;
-  ifMatch: string | undefined;
-  change: (current: R) => R | null;
-  save: (next: R, expectedVersion: string) => Promise<boolean>;
-}): Promise<R> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const current = await options.load();
-    if (current === undefined) throw options.notFound();
-    if (!ifMatchAllows(options.ifMatch, current.etag)) throw preconditionFailed();
-    const next = options.change(current);
-    if (next === null) return current;
-    if (await options.save(next, current.etag)) return next;
-  }
-  throw tooMuchContention();
-}
-
-/** Read → check If-Match → conditional delete, retried like updateConditionally. */
-export async function deleteConditionally<R extends Versioned>(options: {
-  load: () => Promise<R | undefined>;
-  notFound: () => Error;
-  ifMatch: string | undefined;
-  remove: (current: R) => Promise<boolean>;
-}): Promise<void> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const current = await options.load();
-    if (current === undefined) throw options.notFound();
-    if (!ifMatchAllows(options.ifMatch, current.etag)) throw preconditionFailed();
-    if (await options.remove(current)) return;
-  }
-  throw tooMuchContention();
-}
-
-/** A fresh version token: 96 random bits, so a recreated resource never reuses an ETag. */
-export function newVersion(): string {
-  return randomBytes(12).toString('base64url');
 }
 
 /**

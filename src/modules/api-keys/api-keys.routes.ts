@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type CursorCodec, servePage, stringPosition } from '../../http/pagination.js';
-import { sendVersioned } from '../../http/preconditions.js';
+import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -168,7 +168,7 @@ export function registerApiKeyRoutes(
       },
     },
     async function revokeApiKey(request, reply) {
-      await apiKeys.revokeApiKey(callerOf(request), request.params.id, request.headers['if-match']);
+      await apiKeys.revokeApiKey(callerOf(request), request.params.id, ifMatchCondition(request));
       return reply.code(204).send(null);
     },
   );

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../clock.js';
-import { deleteConditionally } from '../../http/preconditions.js';
+import { type VersionCondition, anyVersion, deleteConditionally } from '../conditional-writes.js';
 import { invalid, problem } from '../../problems.js';
 import { ROLES, type Role } from '../../roles.js';
 import { DuplicateError } from '../../store/errors.js';
@@ -138,14 +138,18 @@ export class ApiKeysService {
     return key;
   }
 
-  async revokeApiKey(caller: KeyCaller, id: string, ifMatch?: string): Promise<void> {
+  async revokeApiKey(
+    caller: KeyCaller,
+    id: string,
+    condition: VersionCondition = anyVersion,
+  ): Promise<void> {
     await deleteConditionally({
       load: async () => {
         const key = await this.findVisible(caller, id);
         return key && { ...key, etag: apiKeyVersion(key) };
       },
       notFound: () => keyNotFound(id),
-      ifMatch,
+      condition,
       remove: () => this.deps.store.apiKeys.deleteApiKey(id),
     });
     this.deps.authenticator.forgetKey(id);

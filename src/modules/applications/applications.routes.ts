@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { allowedApplications, assertApplicationAllowed } from '../../http/auth.js';
 import { type CursorCodec, servePage, stringPosition } from '../../http/pagination.js';
-import { sendVersioned } from '../../http/preconditions.js';
+import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -174,7 +174,7 @@ export function registerApplicationRoutes(
       const application = await applications.replaceApplication(
         request.params.client_id,
         request.body,
-        request.headers['if-match'],
+        ifMatchCondition(request),
       );
       return sendApplication(request, reply, application);
     },
@@ -204,7 +204,7 @@ export function registerApplicationRoutes(
       const application = await applications.patchApplication(
         request.params.client_id,
         request.body,
-        request.headers['if-match'],
+        ifMatchCondition(request),
       );
       return sendApplication(request, reply, application);
     },
@@ -226,7 +226,7 @@ export function registerApplicationRoutes(
       },
     },
     async function deleteApplication(request, reply) {
-      await applications.deleteApplication(request.params.client_id, request.headers['if-match']);
+      await applications.deleteApplication(request.params.client_id, ifMatchCondition(request));
       return reply.code(204).send(null);
     },
   );

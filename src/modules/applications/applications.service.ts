@@ -1,5 +1,11 @@
 import type { Clock } from '../../clock.js';
-import { deleteConditionally, newVersion, updateConditionally } from '../../http/preconditions.js';
+import {
+  KeyedQueue,
+  type VersionCondition,
+  deleteConditionally,
+  newVersion,
+  updateConditionally,
+} from '../conditional-writes.js';
 import { invalid, problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { ApplicationRecord, Store } from '../../store/store.js';
@@ -28,6 +34,9 @@ export interface ApplicationPage {
 }
 
 export class ApplicationsService {
+  /** Writes to one application run one after another (see KeyedQueue). */
+  readonly #writes = new KeyedQueue();
+
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
   async createApplication(body: CreateApplicationBody): Promise<ApplicationRecord> {
@@ -79,20 +88,20 @@ export class ApplicationsService {
   replaceApplication(
     clientId: string,
     body: ReplaceApplicationBody,
-    ifMatch: string | undefined,
+    condition: VersionCondition,
   ): Promise<ApplicationRecord> {
     assertSameClientId(clientId, body.client_id);
     const fields = checkedFields(body);
-    return this.update(clientId, ifMatch, () => fields);
+    return this.update(clientId, condition, () => fields);
   }
 
   patchApplication(
     clientId: string,
     patch: PatchApplicationBody,
-    ifMatch: string | undefined,
+    condition: VersionCondition,
   ): Promise<ApplicationRecord> {
     assertSameClientId(clientId, patch.client_id);
-    return this.update(clientId, ifMatch, (current) => {
+    return this.update(clientId, condition, (current) => {
       const externalTokenValidation =
         patch.external_token_validation === undefined
           ? current.externalTokenValidation
@@ -115,25 +124,35 @@ export class ApplicationsService {
     });
   }
 
-  deleteApplication(clientId: string, ifMatch: string | undefined): Promise<void> {
-    return deleteConditionally({
-      load: () => this.deps.store.applications.findApplication(clientId),
-      notFound: () => applicationNotFound(clientId),
-      ifMatch,
-      remove: (current) =>
-        this.deps.store.applications.deleteApplicationCascade(clientId, current.etag),
-    });
+  deleteApplication(clientId: string, condition: VersionCondition): Promise<void> {
+    return this.#writes.run(clientId, () =>
+      deleteConditionally({
+        load: () => this.deps.store.applications.findApplication(clientId),
+        notFound: () => applicationNotFound(clientId),
+        condition,
+        remove: (current) =>
+          this.deps.store.applications.deleteApplicationCascade(clientId, current.etag),
+      }),
+    );
   }
 
   private update(
     clientId: string,
-    ifMatch: string | undefined,
+    condition: VersionCondition,
+    fieldsFor: (current: ApplicationRecord) => ApplicationFields,
+  ): Promise<ApplicationRecord> {
+    return this.#writes.run(clientId, () => this.updateNow(clientId, condition, fieldsFor));
+  }
+
+  private updateNow(
+    clientId: string,
+    condition: VersionCondition,
     fieldsFor: (current: ApplicationRecord) => ApplicationFields,
   ): Promise<ApplicationRecord> {
     return updateConditionally({
       load: () => this.deps.store.applications.findApplication(clientId),
       notFound: () => applicationNotFound(clientId),
-      ifMatch,
+      condition,
       change: (current) => {
         const fields = fieldsFor(current);
         if (sameFields(current, fields)) return null;

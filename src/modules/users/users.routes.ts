@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type CursorCodec, invalidCursor, servePage } from '../../http/pagination.js';
-import { sendVersioned } from '../../http/preconditions.js';
+import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -204,7 +204,7 @@ export function registerUserRoutes(
       const user = await users.replaceUser(
         identityOf(request.params),
         request.body,
-        request.headers['if-match'],
+        ifMatchCondition(request),
       );
       return sendUser(request, reply, user);
     },
@@ -234,7 +234,7 @@ export function registerUserRoutes(
       const user = await users.patchUser(
         identityOf(request.params),
         request.body,
-        request.headers['if-match'],
+        ifMatchCondition(request),
       );
       return sendUser(request, reply, user);
     },
@@ -256,7 +256,7 @@ export function registerUserRoutes(
       },
     },
     async function deleteUser(request, reply) {
-      await users.deleteUser(identityOf(request.params), request.headers['if-match']);
+      await users.deleteUser(identityOf(request.params), ifMatchCondition(request));
       return reply.code(204).send(null);
     },
   );

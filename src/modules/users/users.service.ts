@@ -1,5 +1,11 @@
 import type { Clock } from '../../clock.js';
-import { deleteConditionally, newVersion, updateConditionally } from '../../http/preconditions.js';
+import {
+  KeyedQueue,
+  type VersionCondition,
+  deleteConditionally,
+  newVersion,
+  updateConditionally,
+} from '../conditional-writes.js';
 import { type InvalidParam, invalid, problem } from '../../problems.js';
 import { DuplicateError, MissingParentError } from '../../store/errors.js';
 import type {
@@ -20,6 +26,9 @@ export interface UserPage {
 }
 
 export class UsersService {
+  /** Writes to one user run one after another (see KeyedQueue). */
+  readonly #writes = new KeyedQueue();
+
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
   async createUser(clientId: string, body: CreateUserBody): Promise<UserRecord> {
@@ -74,20 +83,20 @@ export class UsersService {
   replaceUser(
     identity: UserIdentity,
     body: ReplaceUserBody,
-    ifMatch: string | undefined,
+    condition: VersionCondition,
   ): Promise<UserRecord> {
     assertIdentityEchoes(identity, body);
     const fields = fieldsOf(body);
-    return this.update(identity, ifMatch, () => fields);
+    return this.update(identity, condition, () => fields);
   }
 
   patchUser(
     identity: UserIdentity,
     patch: PatchUserBody,
-    ifMatch: string | undefined,
+    condition: VersionCondition,
   ): Promise<UserRecord> {
     assertIdentityEchoes(identity, patch);
-    return this.update(identity, ifMatch, (current) => ({
+    return this.update(identity, condition, (current) => ({
       name: patch.name?.trim() ?? current.name,
       avatar: patch.avatar === undefined ? current.avatar : patch.avatar,
       email: patch.email ?? current.email,
@@ -97,24 +106,36 @@ export class UsersService {
     }));
   }
 
-  deleteUser(identity: UserIdentity, ifMatch: string | undefined): Promise<void> {
-    return deleteConditionally({
-      load: () => this.deps.store.users.findUser(identity),
-      notFound: () => userNotFound(identity),
-      ifMatch,
-      remove: (current) => this.deps.store.users.deleteUser(identity, current.etag),
-    });
+  deleteUser(identity: UserIdentity, condition: VersionCondition): Promise<void> {
+    return this.#writes.run(writeKey(identity), () =>
+      deleteConditionally({
+        load: () => this.deps.store.users.findUser(identity),
+        notFound: () => userNotFound(identity),
+        condition,
+        remove: (current) => this.deps.store.users.deleteUser(identity, current.etag),
+      }),
+    );
   }
 
   private update(
     identity: UserIdentity,
-    ifMatch: string | undefined,
+    condition: VersionCondition,
+    fieldsFor: (current: UserRecord) => UserFields,
+  ): Promise<UserRecord> {
+    return this.#writes.run(writeKey(identity), () =>
+      this.updateNow(identity, condition, fieldsFor),
+    );
+  }
+
+  private updateNow(
+    identity: UserIdentity,
+    condition: VersionCondition,
     fieldsFor: (current: UserRecord) => UserFields,
   ): Promise<UserRecord> {
     return updateConditionally({
       load: () => this.deps.store.users.findUser(identity),
       notFound: () => userNotFound(identity),
-      ifMatch,
+      condition,
       change: (current) => {
         const fields = fieldsFor(current);
         if (sameFields(current, fields)) return null;
@@ -128,6 +149,10 @@ export class UsersService {
     const application = await this.deps.store.applications.findApplication(clientId);
     if (application === undefined) throw applicationNotFound(clientId);
   }
+}
+
+function writeKey(identity: UserIdentity): string {
+  return JSON.stringify([identity.clientId, identity.provider, identity.identifier]);
 }
 
 function userNotFound(identity: UserIdentity) {

@@ -1,0 +1,109 @@
+// Writes to one resource: read, check the caller's precondition, compute, then a conditional
+// write on the version read, so the database decides between racing writers. Within one
+// process, writes to the same resource also queue behind each other, so they never race.
+
+import { randomBytes } from 'node:crypto';
+import { problem } from '../problems.js';
+
+export interface Versioned {
+  etag: string;
+}
+
+/** Whether the caller's precondition (HTTP If-Match) holds for a resource at this version. */
+export type VersionCondition = (version: string) => boolean;
+
+/** No precondition: any existing version will do. */
+export const anyVersion: VersionCondition = () => true;
+
+/** A fresh version token: 96 random bits, so a recreated resource never reuses an ETag. */
+export function newVersion(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+/**
+ * Runs tasks one after another per key, and tasks of different keys independently. Writes
+ * to one resource queue here instead of racing each other through retries.
+ */
+export class KeyedQueue {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task, task);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+}
+
+// Only writers in other processes (instances sharing a database) can still race; they back
+// off with jitter. Past this many lost races the request is refused as a transient failure.
+const MAX_ATTEMPTS = 20;
+
+function backOff(attempt: number): Promise<void> {
+  const delay = Math.random() * Math.min(100, 2 ** attempt);
+  return new Promise((resolve) => setTimeout(resolve, delay));
+}
+
+function preconditionFailed() {
+  return problem(
+    'precondition-failed',
+    'If-Match does not match the current ETag of the resource.',
+  );
+}
+
+function tooMuchContention() {
+  return problem(
+    'write-contention',
+    'Other requests kept changing this resource while this one was applied; retry.',
+    { headers: { 'retry-after': '1' } },
+  );
+}
+
+/**
+ * Read → check the precondition → compute → conditional write, retried when a writer in
+ * another process won the race. With a precondition, a lost race surfaces as 412 on the next
+ * read, as it must. `change` returns null when nothing would change: then nothing is written
+ * and the resource (with its updated_at and ETag) is returned as it is.
+ */
+export async function updateConditionally<R extends Versioned>(options: {
+  load: () => Promise<R | undefined>;
+  notFound: () => Error;
+  condition: VersionCondition;
+  change: (current: R) => R | null;
+  save: (next: R, expectedVersion: string) => Promise<boolean>;
+}): Promise<R> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    if (attempt > 0) await backOff(attempt);
+    const current = await options.load();
+    if (current === undefined) throw options.notFound();
+    if (!options.condition(current.etag)) throw preconditionFailed();
+    const next = options.change(current);
+    if (next === null) return current;
+    if (await options.save(next, current.etag)) return next;
+  }
+  throw tooMuchContention();
+}
+
+/** Read → check the precondition → conditional delete, retried like updateConditionally. */
+export async function deleteConditionally<R extends Versioned>(options: {
+  load: () => Promise<R | undefined>;
+  notFound: () => Error;
+  condition: VersionCondition;
+  remove: (current: R) => Promise<boolean>;
+}): Promise<void> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    if (attempt > 0) await backOff(attempt);
+    const current = await options.load();
+    if (current === undefined) throw options.notFound();
+    if (!options.condition(current.etag)) throw preconditionFailed();
+    if (await options.remove(current)) return;
+  }
+  throw tooMuchContention();
+}
