@@ -48,6 +48,7 @@ describe('string formats', () => {
       'https:///x',
       'https://a b.com',
       'javascript:alert(1)',
+      'https://example.com/\ud800x',
     ]) {
       assert.equal(isHttpUrl(invalid), false, invalid);
     }

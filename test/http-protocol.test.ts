@@ -189,7 +189,7 @@ describe('HTTP protocol rules', () => {
     });
 
     it('refuses numbers JavaScript cannot represent instead of storing null', async () => {
-      for (const number of ['1e400', '-1e400', '9'.repeat(400)]) {
+      for (const number of ['1e400', '-1e400', '9'.repeat(400), `1${'0'.repeat(300)}e9`]) {
         const response = await call(ctx, 'POST', '/applications', {
           rawBody: `{"client_id":"inf","display_name":"I","description":"","external_token_validation":{"e":${number}}}`,
         });
@@ -209,6 +209,13 @@ describe('HTTP protocol rules', () => {
       ]);
       const problem = problemOf(await call(ctx, 'POST', '/applications', { rawBody: body }), 400);
       assert.match(problem.detail, /UTF-8/);
+    });
+
+    it('ignores a stray Content-Encoding on a request without a body', async () => {
+      const response = await call(ctx, 'GET', '/applications/billing-web', {
+        headers: { 'content-encoding': 'gzip' },
+      });
+      assert.equal(response.statusCode, 200);
     });
 
     it('refuses compressed bodies with 415 and accepts Content-Encoding: identity', async () => {

@@ -46,9 +46,9 @@ export function exceedsJsonDepth(text: string, limit: number): boolean {
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-// A number JavaScript would read as ±Infinity: a 3-digit exponent or 309+ digits in a row.
-// (It may also match inside a string; then the exact check below decides.)
-const MAYBE_NOT_FINITE = /[0-9][eE][+-]?[0-9]{3}|[0-9]{309}/;
+// Where a number could be too large for a double: any exponent, or 309+ digits in a row. (It
+// may also match inside a string, or a harmless 1e5; then the exact check below decides.)
+const MAYBE_NOT_FINITE = /[0-9][eE]|[0-9]{309}/;
 
 function rejectNonFiniteNumbers(_key: string, value: unknown): unknown {
   if (typeof value === 'number' && !Number.isFinite(value)) {
@@ -58,6 +58,13 @@ function rejectNonFiniteNumbers(_key: string, value: unknown): unknown {
 }
 
 function parseJsonBody(request: FastifyRequest, body: string | Buffer): unknown {
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    throw problem(
+      'unsupported-media-type',
+      `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
+    );
+  }
   const { charset } = mediaTypeOf(request);
   if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
     throw problem('unsupported-media-type', `Only UTF-8 JSON is accepted, not charset=${charset}.`);
@@ -94,15 +101,6 @@ export function registerJsonBodies(app: FastifyInstance): void {
       return parseJsonBody(request, body);
     },
   );
-  app.addHook('preParsing', async function refuseContentEncodings(request) {
-    const encoding = request.headers['content-encoding'];
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-      throw problem(
-        'unsupported-media-type',
-        `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
-      );
-    }
-  });
   app.addHook('preValidation', async function requireJsonMediaType(request) {
     if (request.body === undefined || request.method === 'PATCH') return;
     if (mediaTypeOf(request).type !== JSON_MEDIA_TYPE) {

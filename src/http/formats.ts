@@ -21,10 +21,14 @@ export function isEmail(value: string): boolean {
   return labels.every((label) => label.length <= 63) && !/^[0-9]+$/.test(labels.at(-1)!);
 }
 
-/** An absolute http: or https: URL with a host, no whitespace or control characters. */
+/** An absolute http: or https: URL with a host; no whitespace, control characters or unpaired surrogates. */
 export function isHttpUrl(value: string): boolean {
   // The host must follow "//" directly: WHATWG URL would read https:///x as https://x/.
-  if (value.length > 2048 || !/^https?:\/\/[^/?#]/i.test(value) || /[\s\p{Cc}]/u.test(value)) {
+  if (
+    value.length > 2048 ||
+    !/^https?:\/\/[^/?#]/i.test(value) ||
+    /[\s\p{Cc}\p{Cs}]/u.test(value)
+  ) {
     return false;
   }
   try {
