@@ -10,18 +10,19 @@ export interface AuthenticatorOptions {
    */
   cacheTtlMs?: number;
   maxCachedKeys?: number;
+  /** Digests found to be no key; kept apart so a flood of made-up keys cannot evict real ones. */
+  maxCachedMisses?: number;
   /** last_used_at is written at most this often per key. */
   touchIntervalMs?: number;
   onTouchFailed?: (error: unknown) => void;
 }
 
-interface Entry {
-  key: ApiKeyRecord | null;
-}
-
 export function digestSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
+
+/** A lookup that raced this many revocations in a row is answered without being cached. */
+const MAX_LOOKUP_ROUNDS = 3;
 
 /**
  * Finds the API key behind a secret. Keys are looked up by SHA-256 digest and cached
@@ -29,7 +30,11 @@ export function digestSecret(secret: string): string {
  * concurrent lookups of one digest share a single query.
  */
 export class ApiKeyAuthenticator {
-  readonly #cache: LRUCache<string, Entry>;
+  readonly #known: LRUCache<string, ApiKeyRecord>;
+  readonly #unknown: LRUCache<string, true>;
+  readonly #inFlight = new Map<string, Promise<ApiKeyRecord | undefined>>();
+  /** Bumped by every forget: a lookup that started before it may have read a revoked key. */
+  #generation = 0;
   readonly #touchIntervalMs: number;
 
   constructor(
@@ -37,24 +42,22 @@ export class ApiKeyAuthenticator {
     private readonly options: AuthenticatorOptions = {},
   ) {
     this.#touchIntervalMs = options.touchIntervalMs ?? 60_000;
-    this.#cache = new LRUCache<string, Entry>({
-      max: options.maxCachedKeys ?? 10_000,
+    const cacheOptions = {
       ttl: options.cacheTtlMs ?? 500,
       perf: { now: () => deps.clock.now() },
       // Ask the clock on every check: lru-cache otherwise reuses a reading until a 1 ms
       // timer fires, which an injected clock never advances.
       ttlResolution: 0,
-      fetchMethod: async (digest) => ({
-        key: (await deps.store.apiKeys.findApiKeyByDigest(digest)) ?? null,
-      }),
-    });
+    };
+    this.#known = new LRUCache({ ...cacheOptions, max: options.maxCachedKeys ?? 10_000 });
+    this.#unknown = new LRUCache({ ...cacheOptions, max: options.maxCachedMisses ?? 1_000 });
   }
 
   /** The live (known, unexpired) key for this secret, or undefined. */
   async authenticate(secret: string): Promise<ApiKeyRecord | undefined> {
-    const entry = await this.#cache.fetch(digestSecret(secret));
-    const key = entry?.key;
-    if (key === null || key === undefined) return undefined;
+    const digest = digestSecret(secret);
+    const key = this.#known.get(digest) ?? (await this.#lookUp(digest));
+    if (key === undefined) return undefined;
     const now = this.deps.clock.now();
     if (key.expiresAt !== null && key.expiresAt <= now) return undefined;
     this.#recordUse(key, now);
@@ -63,14 +66,41 @@ export class ApiKeyAuthenticator {
 
   /** Drops what this instance remembers of a key, e.g. right after revoking it here. */
   forgetKey(id: string): void {
-    for (const [digest, entry] of this.#cache.entries()) {
-      if (entry.key?.id === id) this.#cache.delete(digest);
+    this.#generation++;
+    for (const [digest, key] of this.#known.entries()) {
+      if (key.id === id) this.#known.delete(digest);
     }
   }
 
   /** Drops a remembered absence, e.g. right after creating the key with this digest. */
   forgetDigest(digest: string): void {
-    this.#cache.delete(digest);
+    this.#generation++;
+    this.#unknown.delete(digest);
+  }
+
+  #lookUp(digest: string): Promise<ApiKeyRecord | undefined> {
+    if (this.#unknown.has(digest)) return Promise.resolve(undefined);
+    let pending = this.#inFlight.get(digest);
+    if (pending === undefined) {
+      pending = this.#load(digest).finally(() => this.#inFlight.delete(digest));
+      this.#inFlight.set(digest, pending);
+    }
+    return pending;
+  }
+
+  async #load(digest: string): Promise<ApiKeyRecord | undefined> {
+    for (let round = 1; ; round++) {
+      const generation = this.#generation;
+      const key = await this.deps.store.apiKeys.findApiKeyByDigest(digest);
+      if (generation !== this.#generation) {
+        // A key was revoked or created meanwhile: this read may predate it. Read again.
+        if (round < MAX_LOOKUP_ROUNDS) continue;
+        return key;
+      }
+      if (key === undefined) this.#unknown.set(digest, true);
+      else this.#known.set(digest, key);
+      return key;
+    }
   }
 
   #recordUse(key: ApiKeyRecord, now: number): void {
