@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +99,28 @@ describe('start-up access (prepareAccess)', () => {
       assert.equal(statSync(path).mtimeMs, modified);
       assert.deepEqual(readdirSync(dataDir), [ADMIN_KEY_FILE]);
     });
+  });
+
+  it('issues no key when its file cannot be written, so the next start can', async () => {
+    const notADirectory = join(dataDir, 'occupied');
+    writeFileSync(notADirectory, 'a file where the data directory should be');
+    await assert.rejects(
+      prepareAccess({
+        apiKeys: services.apiKeys,
+        bootstrapApiKey: null,
+        dataDir: notADirectory,
+        log,
+      }),
+    );
+    assert.equal(await store.apiKeys.countApiKeys(), 0, 'no key nobody can read');
+    await prepare(null);
+    const secret = readFileSync(join(dataDir, ADMIN_KEY_FILE), 'utf8').trim();
+    assert.ok(await services.authenticator.authenticate(secret));
+    assert.deepEqual(
+      readdirSync(dataDir).filter((name) => name.endsWith('.tmp')),
+      [],
+      'no staged file is left behind',
+    );
   });
 
   it('writes no file when the store already holds a key', async () => {

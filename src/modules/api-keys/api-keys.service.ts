@@ -202,13 +202,18 @@ export class ApiKeysService {
     return { outcome, revokedPrevious };
   }
 
-  /** On a store without any key, issues one all-roles key (once, even across instances). */
-  async issueFirstKey(): Promise<IssuedApiKey | null> {
-    if ((await this.deps.store.apiKeys.countApiKeys()) > 0) return null;
-    const secret = generateSecret();
+  /** Whether the store holds no key at all, so that a first one must be issued. */
+  async needsFirstKey(): Promise<boolean> {
+    return (await this.deps.store.apiKeys.countApiKeys()) === 0;
+  }
+
+  /**
+   * On a store without any key, stores an all-roles key with this secret and returns it;
+   * null when a key exists (another instance issued one first).
+   */
+  async issueFirstKey(secret: string): Promise<ApiKeyRecord | null> {
     const record = allRolesKey('admin (first start)', digestSecret(secret), this.deps.clock.now());
-    const inserted = await this.deps.store.apiKeys.insertFirstApiKey(record);
-    return inserted ? { record, secret } : null;
+    return (await this.deps.store.apiKeys.insertFirstApiKey(record)) ? record : null;
   }
 
   private async findVisible(caller: KeyCaller, id: string): Promise<ApiKeyRecord | undefined> {

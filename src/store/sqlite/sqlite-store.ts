@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { createPrivateDirectory } from '../../files.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type { Store } from '../store.js';
 import { SqliteExecutor } from './sqlite-executor.js';
@@ -30,7 +30,7 @@ export const SQLITE_BUSY_SPIN_MS = 10;
 /** Opens (creating if needed) a SQLite database and returns the Store over it, unmigrated. */
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
-  if (!inMemory) createDirectory(dirname(options.path));
+  if (!inMemory) createPrivateDirectory(dirname(options.path));
   let database: Database.Database;
   try {
     database = new Database(options.path, {
@@ -48,23 +48,4 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   return new SqlStore(
     new SqliteExecutor(database, { lockWaitMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS }),
   );
-}
-
-/**
- * mkdir -p, one level at a time, private to the owner. (Node's recursive mkdir can loop
- * forever under /proc, where a missing parent keeps reporting ENOENT.)
- */
-function createDirectory(directory: string): void {
-  const missing: string[] = [];
-  for (let current = directory; !existsSync(current); current = dirname(current)) {
-    missing.unshift(current);
-    if (dirname(current) === current) break;
-  }
-  for (const path of missing) {
-    try {
-      mkdirSync(path, { mode: 0o700 });
-    } catch (error) {
-      throw new Error(`cannot create the database directory ${path}`, { cause: error });
-    }
-  }
 }
