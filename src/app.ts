@@ -66,7 +66,7 @@ export interface AppOptions {
   store: Store;
   services: Services;
   logger: FastifyBaseLogger;
-  /** Requests per minute per API key (or per address, before authentication); 0: no limit. */
+  /** Requests per minute per API key; 0: no limit. */
   rateLimitPerMinute: number;
   trustProxy: boolean;
   version: string;
@@ -87,7 +87,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     trustProxy: options.trustProxy,
-    return503OnClosing: true,
+    // Requests arriving while stopping get a problem document from checkRequestBasics.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout: 30_000,
     keepAliveTimeout: 72_000,
@@ -103,9 +104,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = createMetricsRegistry();
   registerRequestMetrics(app, metrics);
   registerErrorHandling(app, routeIndex);
+  let closing = false;
+  app.addHook('preClose', function markClosing(done) {
+    closing = true;
+    done();
+  });
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
+    if (closing) {
+      const detail =
+        'This instance is stopping; retry (another instance, or this one after restart).';
+      done(
+        problem('shutting-down', detail, { headers: { 'retry-after': '1', connection: 'close' } }),
+      );
+      return;
+    }
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check answers
     // with an empty body, so it is turned off (requireHostHeader) and done here instead.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
@@ -167,9 +181,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         await scope.register(rateLimit, {
           max: options.rateLimitPerMinute,
           timeWindow: 60_000,
-          // Runs after authentication (route-level hooks follow instance-level ones), so an
-          // authenticated caller is limited per key; anyone else per address.
-          keyGenerator: (request) => request.apiKey?.id ?? request.ip,
+          // Runs after authentication (route-level hooks follow instance-level ones), so it
+          // counts per key; requests without a valid key were refused before reaching it.
+          keyGenerator: (request) => request.apiKey!.id,
           enableDraftSpec: true,
           errorResponseBuilder: (_request, context) =>
             problem(

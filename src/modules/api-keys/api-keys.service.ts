@@ -178,7 +178,9 @@ export class ApiKeysService {
         // Another instance starting at the same moment created it: the digest is unique.
         if (!(error instanceof DuplicateError)) throw error;
       }
-      key = (await store.apiKeys.findApiKeyByDigest(digest)) ?? created;
+      key = await store.apiKeys.findApiKeyByDigest(digest);
+      if (key === undefined)
+        throw new Error('the bootstrap key vanished right after it was stored');
     } else if (
       !ROLES.every((role) => key!.roles.includes(role)) ||
       key.applications !== null ||

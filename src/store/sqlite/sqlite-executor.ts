@@ -3,6 +3,7 @@ import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import type { SqlExecutor, SqlFlavor } from '../sql/sql-executor.js';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { Tables } from '../sql/tables.js';
+import { StoreUnavailableError } from '../errors.js';
 import { translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
@@ -36,6 +37,9 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
+    if (!this.#database.open) {
+      return Promise.reject(new StoreUnavailableError('the database is closed', 'all'));
+    }
     try {
       return Promise.resolve(this.#prepare(query.sql).all(...query.parameters) as Row[]);
     } catch (error) {

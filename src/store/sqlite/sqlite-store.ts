@@ -31,7 +31,7 @@ export const SQLITE_BUSY_SPIN_MS = 10;
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
   if (!inMemory) createPrivateDirectory(dirname(options.path));
-  let database: Database.Database;
+  let database: Database.Database | undefined;
   try {
     database = new Database(options.path, {
       timeout: Math.min(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS, SQLITE_BUSY_SPIN_MS),
@@ -43,6 +43,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     database.pragma('cache_size = -32768');
     options.onConnection?.(database);
   } catch (error) {
+    database?.close();
     throw translateSqliteError(error);
   }
   return new SqlStore(

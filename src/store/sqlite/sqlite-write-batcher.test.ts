@@ -227,3 +227,28 @@ describe('SqliteWriteBatcher on a file another connection reads', () => {
     assert.deepEqual(itemNames(other), ['c']);
   });
 });
+
+describe('SqliteWriteBatcher limits', () => {
+  it('commits a burst larger than one batch in several transactions, all acknowledged', async () => {
+    const db = new Database(':memory:');
+    db.exec('create table burst (n integer primary key)');
+    const batcher = new SqliteWriteBatcher(db);
+    const insert = db.prepare('insert into burst (n) values (?)');
+    const results = await Promise.all(
+      Array.from({ length: 1200 }, (_, n) => batcher.run(() => [insert.run(n).changes])),
+    );
+    assert.equal(results.length, 1200);
+    assert.equal((db.prepare('select count(*) as c from burst').get() as { c: number }).c, 1200);
+    db.close();
+  });
+
+  it('refuses writes after the database closed, as unavailable', async () => {
+    const db = new Database(':memory:');
+    const batcher = new SqliteWriteBatcher(db);
+    db.close();
+    await assert.rejects(
+      batcher.run(() => [0]),
+      (error) => error instanceof StoreUnavailableError,
+    );
+  });
+});

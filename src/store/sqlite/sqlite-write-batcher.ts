@@ -20,6 +20,9 @@ export interface WriteBatcherOptions {
 /** Between attempts to take a lock another process holds; the event loop runs meanwhile. */
 const LOCK_RETRY_MS = 10;
 
+/** At most this many writes share one transaction, so one flush never holds the loop long. */
+const MAX_BATCH = 500;
+
 /**
  * Group commit. Writes that arrive during one event-loop turn share one transaction and one
  * fsync (synchronous=FULL), each inside its own savepoint so it succeeds or fails alone.
@@ -55,6 +58,9 @@ export class SqliteWriteBatcher {
   }
 
   run(work: () => number[]): Promise<number[]> {
+    if (!this.db.open) {
+      return Promise.reject(new StoreUnavailableError('the database is closed', 'all'));
+    }
     return new Promise((resolve, reject) => {
       this.#queue.push({ work, resolve, reject, deadline: Date.now() + this.#lockWaitMs });
       this.#schedule(0);
@@ -78,8 +84,7 @@ export class SqliteWriteBatcher {
   }
 
   #flush(): void {
-    const jobs = this.#queue;
-    this.#queue = [];
+    const jobs = this.#queue.splice(0, MAX_BATCH);
     this.#scheduled = false;
     try {
       this.#commitBatch(jobs);
@@ -89,6 +94,8 @@ export class SqliteWriteBatcher {
       if (this.db.inTransaction) this.#tryStatement(this.#statements.rollback);
       settleAll(jobs, { ok: false, error: translateSqliteError(error) });
     } finally {
+      // Writes beyond this batch, or queued meanwhile, go next (unless a lock wait is pending).
+      if (this.#queue.length > 0) this.#schedule(0);
       if (!this.#scheduled) {
         this.#busy = false;
         this.#markIdle();
@@ -110,7 +117,9 @@ export class SqliteWriteBatcher {
         if (!this.db.inTransaction) {
           // SQLite rolled the whole transaction back (disk full, I/O error): the writes done
           // so far in this batch are gone too. Refuse them; retry the rest in a new batch.
-          aborted = outcome.ok ? new Error('transaction rolled back') : outcome.error;
+          aborted = outcome.ok
+            ? new StoreUnavailableError('the database rolled the transaction back', 'all')
+            : outcome.error;
           done.push(job);
           break;
         }
