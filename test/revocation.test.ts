@@ -40,7 +40,7 @@ describe('revoking a key through another instance', () => {
       clock: server.clock,
       log: pino({ level: 'silent' }),
     });
-    const [record] = (await operator.apiKeys.listApiKeys('operator', null, 100)).items.filter(
+    const [record] = (await operator.apiKeys.listApiKeys('operator', null, 100)).filter(
       (candidate) => candidate.roles.length === 1,
     );
     await operator.apiKeys.revokeApiKey('operator', record!.id);

@@ -135,12 +135,10 @@ async function listKeys(args: string[]): Promise<void> {
   const keys = await withStore(async (store) => {
     const apiKeys = servicesFor(store).apiKeys;
     const all = [];
-    let after: string | null = null;
-    for (;;) {
-      const page = await apiKeys.listApiKeys('operator', after, 1000);
-      all.push(...page.items);
-      if (!page.hasMore) return all;
-      after = page.items.at(-1)!.id;
+    for (let page = await apiKeys.listApiKeys('operator', null, 1000); ;) {
+      all.push(...page);
+      if (page.length < 1000) return all;
+      page = await apiKeys.listApiKeys('operator', page.at(-1)!.id, 1000);
     }
   });
   const resources = keys.map(toApiKeyResource);

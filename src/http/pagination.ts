@@ -102,20 +102,26 @@ export async function servePage<Item, Position, Resource>(options: {
   /** The position a decoded cursor holds, or invalidCursor() for anything else. */
   toPosition: (decoded: unknown) => Position;
   positionOf: (item: Item) => unknown;
-  fetch: (after: Position | null, limit: number) => Promise<{ items: Item[]; hasMore: boolean }>;
+  /** Up to `limit` items after the position. */
+  fetch: (after: Position | null, limit: number) => Promise<Item[]>;
   count: () => Promise<number>;
   toResource: (item: Item) => Resource;
 }): Promise<{ items: Resource[]; next_cursor: string | null; total?: number }> {
   const { cursors, scope, query } = options;
   const after =
     query.cursor === undefined ? null : options.toPosition(cursors.decode(scope, query.cursor));
-  const page = await options.fetch(after, query.limit ?? DEFAULT_PAGE_SIZE);
-  const last = page.items.at(-1);
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  // One row more than the page tells whether there is a next page.
+  const rows = await options.fetch(after, limit + 1);
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
   const nextCursor =
-    page.hasMore && last !== undefined ? cursors.encode(scope, options.positionOf(last)) : null;
+    rows.length > limit && last !== undefined
+      ? cursors.encode(scope, options.positionOf(last))
+      : null;
   linkNextPage(options.request, options.reply, nextCursor);
   return {
-    items: page.items.map(options.toResource),
+    items: items.map(options.toResource),
     next_cursor: nextCursor,
     ...(query.include_total === true ? { total: await options.count() } : {}),
   };

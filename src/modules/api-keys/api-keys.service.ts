@@ -24,11 +24,6 @@ export interface IssuedApiKey {
   secret: string;
 }
 
-export interface ApiKeyPage {
-  items: ApiKeyRecord[];
-  hasMore: boolean;
-}
-
 /** The caller acting on keys: an authenticated API key, or the operator (CLI, start-up). */
 export type KeyCaller = ApiKeyRecord | 'operator';
 
@@ -54,6 +49,10 @@ export function apiKeyVersion(key: ApiKeyRecord): string {
     )
     .digest('base64url')
     .slice(0, 22);
+}
+
+function isUnrestricted(caller: KeyCaller): boolean {
+  return caller === 'operator' || caller.applications === null;
 }
 
 /** Whether `caller` may see or revoke `key`: its restriction must lie within the caller's. */
@@ -96,38 +95,40 @@ export class ApiKeysService {
     return { record, secret };
   }
 
-  /** Keys in id (creation) order that the caller may see. */
-  async listApiKeys(caller: KeyCaller, after: string | null, limit: number): Promise<ApiKeyPage> {
+  /** Up to `limit` keys after the given id, in id (creation) order, that the caller may see. */
+  async listApiKeys(
+    caller: KeyCaller,
+    after: string | null,
+    limit: number,
+  ): Promise<ApiKeyRecord[]> {
     const found: ApiKeyRecord[] = [];
+    for await (const key of this.visibleKeys(caller, after, limit)) {
+      found.push(key);
+      if (found.length === limit) break;
+    }
+    return found;
+  }
+
+  async countApiKeys(caller: KeyCaller): Promise<number> {
+    if (isUnrestricted(caller)) return this.deps.store.apiKeys.countApiKeys();
+    let count = 0;
+    for await (const _key of this.visibleKeys(caller, null, SCAN_PAGE)) count++;
+    return count;
+  }
+
+  /** The keys the caller may see, in id order, read from the store a batch at a time. */
+  private async *visibleKeys(caller: KeyCaller, after: string | null, wanted: number) {
+    // An unrestricted caller sees every key, so one batch of the wanted size suffices;
+    // a restricted one sees a subset, so scan in larger batches.
+    const batchSize = isUnrestricted(caller) ? wanted : SCAN_PAGE;
     let position = after;
-    // A restricted caller sees a subset; scan on until the page is full or the keys run out.
     for (;;) {
-      const batchSize =
-        caller === 'operator' || caller.applications === null ? limit + 1 : SCAN_PAGE;
       const batch = await this.deps.store.apiKeys.listApiKeys({
         after: position,
         limit: batchSize,
       });
-      found.push(...batch.filter((key) => isVisibleTo(caller, key)));
-      if (found.length > limit || batch.length < batchSize) break;
-      position = batch.at(-1)!.id;
-    }
-    return { items: found.slice(0, limit), hasMore: found.length > limit };
-  }
-
-  async countApiKeys(caller: KeyCaller): Promise<number> {
-    if (caller === 'operator' || caller.applications === null) {
-      return this.deps.store.apiKeys.countApiKeys();
-    }
-    let count = 0;
-    let position: string | null = null;
-    for (;;) {
-      const batch = await this.deps.store.apiKeys.listApiKeys({
-        after: position,
-        limit: SCAN_PAGE,
-      });
-      count += batch.filter((key) => isVisibleTo(caller, key)).length;
-      if (batch.length < SCAN_PAGE) return count;
+      for (const key of batch) if (isVisibleTo(caller, key)) yield key;
+      if (batch.length < batchSize) return;
       position = batch.at(-1)!.id;
     }
   }

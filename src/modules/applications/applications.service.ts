@@ -28,11 +28,6 @@ type ApplicationFields = Pick<
   'displayName' | 'description' | 'mode' | 'jwtExpirationInMinutes' | 'externalTokenValidation'
 >;
 
-export interface ApplicationPage {
-  items: ApplicationRecord[];
-  hasMore: boolean;
-}
-
 export class ApplicationsService {
   /** Writes to one application run one after another (see KeyedQueue). */
   readonly #writes = new KeyedQueue();
@@ -68,17 +63,16 @@ export class ApplicationsService {
     return application;
   }
 
-  /** One page in client_id order; `visible` is the caller's restriction (null: all). */
-  async listApplications(options: {
+  /** Up to `limit` applications after `after`, in client_id order; `visible`: the caller's restriction. */
+  listApplications(options: {
     visible: readonly string[] | null;
     after: string | null;
     limit: number;
-  }): Promise<ApplicationPage> {
-    const rows = await this.deps.store.applications.listApplications(
+  }): Promise<ApplicationRecord[]> {
+    return this.deps.store.applications.listApplications(
       { clientIds: options.visible },
-      { after: options.after, limit: options.limit + 1 },
+      { after: options.after, limit: options.limit },
     );
-    return { items: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
   }
 
   countApplications(visible: readonly string[] | null): Promise<number> {

@@ -20,11 +20,6 @@ import type { CreateUserBody, PatchUserBody, ReplaceUserBody } from './users.sch
 
 type UserFields = Pick<UserRecord, 'name' | 'avatar' | 'email' | 'locale' | 'roles' | 'scopes'>;
 
-export interface UserPage {
-  items: UserRecord[];
-  hasMore: boolean;
-}
-
 export class UsersService {
   /** Writes to one user run one after another (see KeyedQueue). */
   readonly #writes = new KeyedQueue();
@@ -64,16 +59,16 @@ export class UsersService {
     return user;
   }
 
-  /** One page in (provider, identifier) byte order; 404 when the application does not exist. */
+  /** Up to `limit` users in (provider, identifier) byte order; 404 when the application does not exist. */
   async listUsers(
     filter: UserFilter,
     after: UserPosition | null,
     limit: number,
-  ): Promise<UserPage> {
-    const rows = await this.deps.store.users.listUsers(filter, { after, limit: limit + 1 });
+  ): Promise<UserRecord[]> {
+    const users = await this.deps.store.users.listUsers(filter, { after, limit });
     // An empty page may mean a missing application; a non-empty one proves it exists.
-    if (rows.length === 0) await this.assertApplicationExists(filter.clientId);
-    return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+    if (users.length === 0) await this.assertApplicationExists(filter.clientId);
+    return users;
   }
 
   countUsers(filter: UserFilter): Promise<number> {
