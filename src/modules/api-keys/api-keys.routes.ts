@@ -12,7 +12,6 @@ import {
   NotModified,
   apiKeySecurity,
   problemResponses,
-  toTimestamp,
 } from '../../http/schemas.js';
 import type { ApiKeyRecord } from '../../store/store.js';
 import {
@@ -22,28 +21,12 @@ import {
   CreateApiKeyBody,
   CreatedApiKey,
   ListApiKeysQuery,
+  toApiKeyResource,
 } from './api-keys.schemas.js';
 import { type ApiKeysService, type KeyCaller, apiKeyVersion } from './api-keys.service.js';
 
 const tags = ['api-keys'];
 const CURSOR_SCOPE = 'api-keys';
-
-function toTimestampOrNull(epochMillis: number | null): string | null {
-  return epochMillis === null ? null : toTimestamp(epochMillis);
-}
-
-export function toApiKeyResource(key: ApiKeyRecord): ApiKey {
-  return {
-    id: key.id,
-    name: key.name,
-    roles: key.roles,
-    applications: key.applications,
-    created_at: toTimestamp(key.createdAt),
-    updated_at: toTimestamp(key.updatedAt),
-    expires_at: toTimestampOrNull(key.expiresAt),
-    last_used_at: toTimestampOrNull(key.lastUsedAt),
-  };
-}
 
 function callerOf(request: FastifyRequest): KeyCaller {
   // Every route here declares a role, so authentication has set the key.

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import type { ApiKeyRecord } from '../../store/store.js';
 import {
   Nullable,
   Page,
@@ -6,6 +7,7 @@ import {
   StringEnum,
   Timestamp,
   TrimmedText,
+  toTimestamp,
 } from '../../http/schemas.js';
 import { ROLES } from '../../roles.js';
 import { ClientId } from '../applications/applications.schemas.js';
@@ -74,3 +76,21 @@ export const ApiKeyParams = Type.Object(
 export const ListApiKeysQuery = Type.Object(PageQueryProperties, { additionalProperties: false });
 
 export const ApiKeyPage = Page(ApiKey);
+
+/** The representation of a stored record (timestamps as RFC 3339). */
+function toTimestampOrNull(epochMillis: number | null): string | null {
+  return epochMillis === null ? null : toTimestamp(epochMillis);
+}
+
+export function toApiKeyResource(key: ApiKeyRecord): ApiKey {
+  return {
+    id: key.id,
+    name: key.name,
+    roles: key.roles,
+    applications: key.applications,
+    created_at: toTimestamp(key.createdAt),
+    updated_at: toTimestamp(key.updatedAt),
+    expires_at: toTimestampOrNull(key.expiresAt),
+    last_used_at: toTimestampOrNull(key.lastUsedAt),
+  };
+}

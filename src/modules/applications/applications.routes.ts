@@ -14,7 +14,6 @@ import {
   NotModified,
   apiKeySecurity,
   problemResponses,
-  toTimestamp,
 } from '../../http/schemas.js';
 import type { ApplicationRecord } from '../../store/store.js';
 import {
@@ -25,24 +24,12 @@ import {
   ListApplicationsQuery,
   PatchApplicationBody,
   ReplaceApplicationBody,
+  toApplicationResource,
 } from './applications.schemas.js';
 import type { ApplicationsService } from './applications.service.js';
 
 const tags = ['applications'];
 const CURSOR_SCOPE = 'applications';
-
-export function toApplicationResource(application: ApplicationRecord): Application {
-  return {
-    client_id: application.clientId,
-    display_name: application.displayName,
-    description: application.description,
-    mode: application.mode,
-    jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
-    external_token_validation: application.externalTokenValidation,
-    created_at: toTimestamp(application.createdAt),
-    updated_at: toTimestamp(application.updatedAt),
-  };
-}
 
 function sendApplication(
   request: FastifyRequest,

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import type { ApplicationRecord } from '../../store/store.js';
 import {
   Nullable,
   Page,
@@ -7,6 +8,7 @@ import {
   StringEnum,
   Timestamp,
   TrimmedText,
+  toTimestamp,
 } from '../../http/schemas.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 
@@ -117,3 +119,17 @@ export const ListApplicationsQuery = Type.Object(PageQueryProperties, {
 export type ListApplicationsQuery = Static<typeof ListApplicationsQuery>;
 
 export const ApplicationPage = Page(Application);
+
+/** The representation of a stored record (timestamps as RFC 3339). */
+export function toApplicationResource(application: ApplicationRecord): Application {
+  return {
+    client_id: application.clientId,
+    display_name: application.displayName,
+    description: application.description,
+    mode: application.mode,
+    jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
+    external_token_validation: application.externalTokenValidation,
+    created_at: toTimestamp(application.createdAt),
+    updated_at: toTimestamp(application.updatedAt),
+  };
+}

@@ -13,7 +13,6 @@ import {
   NotModified,
   apiKeySecurity,
   problemResponses,
-  toTimestamp,
 } from '../../http/schemas.js';
 import type { UserFilter, UserIdentity, UserPosition, UserRecord } from '../../store/store.js';
 import {
@@ -26,26 +25,12 @@ import {
   UserPage,
   type UserParams,
   UserParams as UserParamsSchema,
+  toUserResource,
 } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
 
 const tags = ['users'];
 const USER_PATH = '/applications/:client_id/users/:provider/:identifier';
-
-export function toUserResource(user: UserRecord): User {
-  return {
-    identifier: user.identifier,
-    provider: user.provider,
-    name: user.name,
-    avatar: user.avatar,
-    email: user.email,
-    locale: user.locale,
-    roles: user.roles,
-    scopes: user.scopes,
-    created_at: toTimestamp(user.createdAt),
-    updated_at: toTimestamp(user.updatedAt),
-  };
-}
 
 function sendUser(request: FastifyRequest, reply: FastifyReply, user: UserRecord, status = 200) {
   return sendVersioned(request, reply, user.etag, toUserResource(user), status);

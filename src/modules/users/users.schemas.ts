@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import type { UserRecord } from '../../store/store.js';
 import {
   Nullable,
   Page,
@@ -6,6 +7,7 @@ import {
   ReadOnlyEcho,
   Timestamp,
   TrimmedText,
+  toTimestamp,
 } from '../../http/schemas.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import { ClientId } from '../applications/applications.schemas.js';
@@ -165,3 +167,19 @@ export const ListUsersQuery = Type.Object(
 export type ListUsersQuery = Static<typeof ListUsersQuery>;
 
 export const UserPage = Page(User);
+
+/** The representation of a stored record (timestamps as RFC 3339). */
+export function toUserResource(user: UserRecord): User {
+  return {
+    identifier: user.identifier,
+    provider: user.provider,
+    name: user.name,
+    avatar: user.avatar,
+    email: user.email,
+    locale: user.locale,
+    roles: user.roles,
+    scopes: user.scopes,
+    created_at: toTimestamp(user.createdAt),
+    updated_at: toTimestamp(user.updatedAt),
+  };
+}
