@@ -2,6 +2,8 @@
 // one error handler as RFC 9457 problem details. Code throws by name:
 //   throw problem('not-found', `No application "${clientId}".`)
 
+import { type Static, Type } from 'typebox';
+
 export const PROBLEM_TYPE_BASE = 'https://tessera.dev/problems/';
 
 export const problemKinds = {
@@ -27,12 +29,28 @@ export const problemKinds = {
 export type ProblemKind = keyof typeof problemKinds;
 
 /** One invalid input: a JSON Pointer into the body, or a query/path parameter name. */
-export interface InvalidParam {
-  pointer?: string;
-  parameter?: string;
-  header?: string;
-  detail: string;
-}
+export const InvalidParamSchema = Type.Object({
+  pointer: Type.Optional(Type.String({ description: 'JSON Pointer into the request body' })),
+  parameter: Type.Optional(Type.String({ description: 'Query or path parameter' })),
+  header: Type.Optional(Type.String()),
+  detail: Type.String(),
+});
+export type InvalidParam = Static<typeof InvalidParamSchema>;
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ description: 'URI identifying the kind of problem' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    instance: Type.Optional(
+      Type.String({ description: 'The request path (absent only if the request was unreadable)' }),
+    ),
+    errors: Type.Optional(Type.Array(InvalidParamSchema)),
+  },
+  { description: 'RFC 9457 problem details' },
+);
+export type ProblemBody = Static<typeof ProblemSchema>;
 
 export interface ProblemOptions {
   errors?: InvalidParam[];
@@ -79,16 +97,6 @@ function describeLocation(error: InvalidParam): string {
   if (error.header !== undefined) return `header ${error.header}`;
   if (error.pointer === '' || error.pointer === undefined) return 'the body';
   return `"${error.pointer.slice(1).replaceAll('/', '.')}"`;
-}
-
-export interface ProblemBody {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  /** The request path; absent only when the request could not even be read. */
-  instance?: string;
-  errors?: InvalidParam[];
 }
 
 export function toProblemBody(error: ProblemError, instance: string | undefined): ProblemBody {

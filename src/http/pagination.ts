@@ -4,7 +4,9 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
 import { invalid } from '../problems.js';
+import type { PageQuery } from './schemas.js';
 import { requestPath } from './request-path.js';
 
 const MAC_LENGTH = 16;
@@ -81,12 +83,6 @@ export function linkNextPage(
   reply.header('link', `<${requestPath(request)}?${query.toString()}>; rel="next"`);
 }
 
-export interface PageRequest {
-  limit?: number;
-  cursor?: string;
-  include_total?: boolean;
-}
-
 /**
  * Serves one page of a keyset-paginated list: decodes the cursor into a position, fetches
  * the page, encodes the next cursor from the page's last item, sets the Link header, and
@@ -98,7 +94,7 @@ export async function servePage<Item, Position, Resource>(options: {
   cursors: CursorCodec;
   /** Identifies the list (and its filters): a cursor is valid only where it was issued. */
   scope: string;
-  query: PageRequest;
+  query: Static<typeof PageQuery>;
   /** The position a decoded cursor holds, or invalidCursor() for anything else. */
   toPosition: (decoded: unknown) => Position;
   positionOf: (item: Item) => unknown;

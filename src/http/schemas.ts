@@ -2,7 +2,9 @@
 // TypeScript type, response serialization and the OpenAPI document.
 
 import { type Static, type TSchema, Type } from 'typebox';
-import { problemKinds } from '../problems.js';
+import { ProblemSchema, problemKinds } from '../problems.js';
+import { JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE } from './content-types.js';
+import { DEFAULT_PAGE_SIZE } from './pagination.js';
 import { RULE_KEYWORD } from './validation.js';
 
 /** The schema plus `null`, as `type: [T, "null"]` (never anyOf: clearer errors, faster serialization). */
@@ -62,7 +64,12 @@ export const Cursor = Type.String({
 
 export const PageQueryProperties = {
   limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1–1000.' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: DEFAULT_PAGE_SIZE,
+      description: 'Page size, 1–1000.',
+    }),
   ),
   cursor: Type.Optional(Cursor),
   include_total: Type.Optional(
@@ -77,25 +84,6 @@ export function Page<T extends TSchema>(item: T) {
     total: Type.Optional(Type.Integer({ description: 'With `include_total=true`.' })),
   });
 }
-
-export const InvalidParamSchema = Type.Object({
-  pointer: Type.Optional(Type.String({ description: 'JSON Pointer into the request body' })),
-  parameter: Type.Optional(Type.String({ description: 'Query or path parameter' })),
-  header: Type.Optional(Type.String()),
-  detail: Type.String(),
-});
-
-export const ProblemSchema = Type.Object(
-  {
-    type: Type.String({ description: 'URI identifying the kind of problem' }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    instance: Type.String(),
-    errors: Type.Optional(Type.Array(InvalidParamSchema)),
-  },
-  { description: 'RFC 9457 problem details' },
-);
 
 type ErrorStatus = (typeof problemKinds)[keyof typeof problemKinds]['status'];
 
@@ -152,7 +140,13 @@ export function problemResponses(...statuses: ErrorStatus[]) {
 }
 
 /** PATCH bodies: JSON Merge Patch, also accepted as plain JSON. */
-export const mergePatchMediaTypes = ['application/merge-patch+json', 'application/json'];
+export const mergePatchMediaTypes = [MERGE_PATCH_MEDIA_TYPE, JSON_MEDIA_TYPE];
+
+/** The query of every list without filters. */
+export const PageQuery = Type.Object(PageQueryProperties, { additionalProperties: false });
+
+/** An identity member a body may repeat from the path (so a GET body can be sent back). */
+export const PathEcho = Type.String({ description: 'If present, must equal the path.' });
 
 export const NoContent = Type.Null({ description: 'No content' });
 

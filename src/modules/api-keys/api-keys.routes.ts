@@ -10,6 +10,7 @@ import {
   NoContent,
   NoQuery,
   NotModified,
+  PageQuery,
   apiKeySecurity,
   problemResponses,
 } from '../../http/schemas.js';
@@ -20,7 +21,6 @@ import {
   ApiKeyParams,
   CreateApiKeyBody,
   CreatedApiKey,
-  ListApiKeysQuery,
   toApiKeyResource,
 } from './api-keys.schemas.js';
 import { type ApiKeysService, type KeyCaller, apiKeyVersion } from './api-keys.service.js';
@@ -85,7 +85,7 @@ export function registerApiKeyRoutes(
         summary: 'List API keys, oldest first',
         description: 'A restricted key sees only keys restricted within its own applications.',
         security: apiKeySecurity,
-        querystring: ListApiKeysQuery,
+        querystring: PageQuery,
         response: {
           200: JsonResponse(ApiKeyPage, 'A page of keys', ['link']),
           ...problemResponses(403),

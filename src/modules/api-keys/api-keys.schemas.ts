@@ -3,7 +3,6 @@ import type { ApiKeyRecord } from '../../store/store.js';
 import {
   Nullable,
   Page,
-  PageQueryProperties,
   StringEnum,
   Timestamp,
   TrimmedText,
@@ -72,8 +71,6 @@ export const ApiKeyParams = Type.Object(
   { id: Type.String({ minLength: 1, maxLength: 64 }) },
   { additionalProperties: false },
 );
-
-export const ListApiKeysQuery = Type.Object(PageQueryProperties, { additionalProperties: false });
 
 export const ApiKeyPage = Page(ApiKey);
 

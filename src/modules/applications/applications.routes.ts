@@ -12,6 +12,7 @@ import {
   NoContent,
   NoQuery,
   NotModified,
+  PageQuery,
   apiKeySecurity,
   problemResponses,
 } from '../../http/schemas.js';
@@ -21,7 +22,6 @@ import {
   ApplicationPage,
   ApplicationParams,
   CreateApplicationBody,
-  ListApplicationsQuery,
   PatchApplicationBody,
   ReplaceApplicationBody,
   toApplicationResource,
@@ -88,7 +88,7 @@ export function registerApplicationRoutes(
         summary: 'List applications, by client_id',
         description: 'Keyset-paginated. A restricted API key sees only its applications.',
         security: apiKeySecurity,
-        querystring: ListApplicationsQuery,
+        querystring: PageQuery,
         response: {
           200: JsonResponse(ApplicationPage, 'A page of applications', ['link']),
           ...problemResponses(403),

@@ -3,7 +3,7 @@ import type { ApplicationRecord } from '../../store/store.js';
 import {
   Nullable,
   Page,
-  PageQueryProperties,
+  PathEcho,
   ReadOnlyEcho,
   StringEnum,
   Timestamp,
@@ -81,7 +81,7 @@ export type CreateApplicationBody = Static<typeof CreateApplicationBody>;
 
 export const ReplaceApplicationBody = Type.Object(
   {
-    client_id: Type.Optional(Type.String({ description: 'If present, must equal the path.' })),
+    client_id: Type.Optional(PathEcho),
     ...commonFields,
   },
   { additionalProperties: false },
@@ -90,7 +90,7 @@ export type ReplaceApplicationBody = Static<typeof ReplaceApplicationBody>;
 
 export const PatchApplicationBody = Type.Object(
   {
-    client_id: Type.Optional(Type.String({ description: 'If present, must equal the path.' })),
+    client_id: Type.Optional(PathEcho),
     display_name: Type.Optional(DisplayName),
     description: Type.Optional(Description),
     mode: Type.Optional(Nullable(Mode)),
@@ -112,11 +112,6 @@ export const ApplicationParams = Type.Object(
   { client_id: ClientId },
   { additionalProperties: false },
 );
-
-export const ListApplicationsQuery = Type.Object(PageQueryProperties, {
-  additionalProperties: false,
-});
-export type ListApplicationsQuery = Static<typeof ListApplicationsQuery>;
 
 export const ApplicationPage = Page(Application);
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { Type } from 'typebox';
-import { ProblemSchema } from '../../http/schemas.js';
-import { problem } from '../../problems.js';
+import { ProblemSchema } from '../../problems.js';
+import { StoreUnavailableError } from '../../store/errors.js';
 import type { Store } from '../../store/store.js';
 
 const Status = Type.Object({ status: Type.String() });
@@ -41,10 +41,10 @@ export function registerHealthRoutes(
       try {
         await deps.store.ping();
       } catch (error) {
-        throw problem('store-unavailable', 'The database does not answer.', {
-          headers: { 'retry-after': '2' },
-          cause: error,
-        });
+        // Not ready, whatever the reason: the error handler answers 503 with Retry-After.
+        throw error instanceof StoreUnavailableError
+          ? error
+          : new StoreUnavailableError('the database does not answer', 'all', { cause: error });
       }
       return { status: 'ready' };
     },
@@ -56,7 +56,12 @@ export function registerHealthRoutes(
       schema: {
         tags: ['operations'],
         summary: 'Prometheus metrics',
-        produces: ['text/plain'],
+        response: {
+          200: {
+            description: 'Prometheus text exposition format',
+            content: { 'text/plain': { schema: Type.String() } },
+          },
+        },
       },
     },
     async function exposeMetrics(_request, reply) {

@@ -16,18 +16,17 @@ import {
 } from '../../http/schemas.js';
 import type { UserFilter, UserIdentity, UserPosition, UserRecord } from '../../store/store.js';
 import {
-  ApplicationUsersParams,
   CreateUserBody,
   ListUsersQuery,
   PatchUserBody,
   ReplaceUserBody,
   User,
   UserPage,
-  type UserParams,
-  UserParams as UserParamsSchema,
+  UserParams,
   toUserResource,
 } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
+import { ApplicationParams } from '../applications/applications.schemas.js';
 
 const tags = ['users'];
 const USER_PATH = '/applications/:client_id/users/:provider/:identifier';
@@ -80,7 +79,7 @@ export function registerUserRoutes(
         operationId: 'createUser',
         summary: 'Enrol a user in an application',
         security: apiKeySecurity,
-        params: ApplicationUsersParams,
+        params: ApplicationParams,
         querystring: NoQuery,
         body: CreateUserBody,
         response: {
@@ -109,7 +108,7 @@ export function registerUserRoutes(
           'Keyset-paginated, in byte order of provider then identifier. Filters combine with AND; ' +
           '`email` matches exactly, ignoring case.',
         security: apiKeySecurity,
-        params: ApplicationUsersParams,
+        params: ApplicationParams,
         querystring: ListUsersQuery,
         response: {
           200: JsonResponse(UserPage, 'A page of users', ['link']),
@@ -149,7 +148,7 @@ export function registerUserRoutes(
         operationId: 'getUser',
         summary: 'Get a user',
         security: apiKeySecurity,
-        params: UserParamsSchema,
+        params: UserParams,
         querystring: NoQuery,
         headers: IfNoneMatchHeaders,
         response: {
@@ -175,7 +174,7 @@ export function registerUserRoutes(
         summary: 'Replace a user',
         description: 'Omitted optional members return to their defaults (`avatar` → null).',
         security: apiKeySecurity,
-        params: UserParamsSchema,
+        params: UserParams,
         querystring: NoQuery,
         headers: IfMatchHeaders,
         body: ReplaceUserBody,
@@ -204,7 +203,7 @@ export function registerUserRoutes(
         operationId: 'patchUser',
         summary: 'Change some members of a user (JSON Merge Patch)',
         security: apiKeySecurity,
-        params: UserParamsSchema,
+        params: UserParams,
         querystring: NoQuery,
         headers: IfMatchHeaders,
         consumes: mergePatchMediaTypes,
@@ -234,7 +233,7 @@ export function registerUserRoutes(
         operationId: 'deleteUser',
         summary: 'Delete a user',
         security: apiKeySecurity,
-        params: UserParamsSchema,
+        params: UserParams,
         querystring: NoQuery,
         headers: IfMatchHeaders,
         response: { 204: NoContent, ...problemResponses(403, 404, 412) },

@@ -4,6 +4,7 @@ import {
   Nullable,
   Page,
   PageQueryProperties,
+  PathEcho,
   ReadOnlyEcho,
   Timestamp,
   TrimmedText,
@@ -86,8 +87,6 @@ export const User = Type.Object({
 });
 export type User = Static<typeof User>;
 
-const PathEcho = Type.String({ description: 'If present, must equal the path.' });
-
 const commonFields = {
   client_id: Type.Optional(PathEcho),
   name: UserName,
@@ -134,11 +133,6 @@ export const PatchUserBody = Type.Object(
   },
 );
 export type PatchUserBody = Static<typeof PatchUserBody>;
-
-export const ApplicationUsersParams = Type.Object(
-  { client_id: ClientId },
-  { additionalProperties: false },
-);
 
 export const UserParams = Type.Object(
   { client_id: ClientId, provider: Provider, identifier: Identifier },
