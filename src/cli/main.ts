@@ -80,8 +80,10 @@ async function createKey(args: string[]): Promise<void> {
   if (values.roles === undefined)
     throw new UsageError('keys create needs --roles (e.g. users:read,users:write)');
   const roles = splitList(values.roles);
-  const unknown = roles.filter((role) => !isRole(role));
-  if (unknown.length > 0) throw new UsageError(`unknown role(s): ${unknown.join(', ')}`);
+  if (!roles.every(isRole)) {
+    const unknown = roles.filter((role) => !isRole(role));
+    throw new UsageError(`unknown role(s): ${unknown.join(', ')}`);
+  }
   const applications = values.applications === undefined ? null : splitList(values.applications);
   const body = {
     name: values.name,
@@ -100,7 +102,7 @@ async function createKey(args: string[]): Promise<void> {
   const issued = await withStore((store) =>
     servicesFor(store).apiKeys.createApiKey('operator', {
       name: values.name!.trim(),
-      roles: roles.filter(isRole),
+      roles,
       applications,
       expiresAt: expiresIn === null ? null : systemClock.now() + expiresIn,
     }),

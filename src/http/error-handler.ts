@@ -22,8 +22,6 @@ const fastifyCodes: Record<string, (error: FastifyError) => ProblemError> = {
     problem('unsupported-media-type', 'Send the body as application/json.'),
   FST_ERR_CTP_BODY_TOO_LARGE: () =>
     problem('payload-too-large', 'The request body exceeds the limit of 256 KiB.'),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
-    problem('malformed-request', 'The request body is empty; send a JSON document.'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     problem('malformed-request', 'Content-Length does not match the body.'),
   FST_ERR_BAD_URL: () => problem('malformed-request', 'The URL is not validly percent-encoded.'),

@@ -1,7 +1,5 @@
 // JSON Merge Patch (RFC 7396) for free-form JSON members such as external_token_validation.
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -16,5 +14,3 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
   }
   return result;
 }
-
-export type { Json };

@@ -45,7 +45,7 @@ function cursorScope(filter: UserFilter): string {
     'users',
     filter.clientId,
     filter.provider,
-    filter.email?.toLowerCase() ?? null,
+    filter.email,
     filter.role,
     filter.scope,
   ]);

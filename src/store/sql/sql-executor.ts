@@ -1,6 +1,6 @@
 // What a SQL dialect supplies to SqlStore: a way to run compiled queries, its migrations and
-// the few SQL fragments that differ between engines. Queries are built once, with Kysely,
-// in sql-store.ts; executors never see domain records.
+// the few SQL fragments that differ between engines. The repositories (sql-*.ts) build every
+// query with Kysely and compile it for the dialect; executors never see domain records.
 
 import type { CompiledQuery, Expression, Kysely, SqlBool } from 'kysely';
 import type { Tables } from './tables.js';
@@ -26,8 +26,11 @@ export interface SqlExecutor {
    * (DuplicateError, MissingParentError, StoreUnavailableError) and then nothing changed.
    */
   write(statements: readonly CompiledQuery[], options?: WriteOptions): Promise<number[]>;
+  /** Resolves when the database answers; StoreUnavailableError otherwise. */
   ping(): Promise<void>;
+  /** Applies pending migrations, serialised against other processes doing the same. */
   migrate(): Promise<void>;
+  /** Waits for acknowledged writes, then releases the database. */
   close(): Promise<void>;
 }
 

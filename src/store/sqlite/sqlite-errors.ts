@@ -5,6 +5,12 @@ interface SqliteErrorLike {
   message?: unknown;
 }
 
+/** True for SQLITE_BUSY and its extended codes: another connection holds the lock. */
+export function isBusy(error: unknown): boolean {
+  const code = (error as SqliteErrorLike | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
 /** Translates a better-sqlite3 error into a store error; other errors pass through. */
 export function translateSqliteError(error: unknown): unknown {
   const code = (error as SqliteErrorLike | null)?.code;

@@ -4,7 +4,7 @@ import type { SqlExecutor, SqlFlavor } from '../sql/sql-executor.js';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { Tables } from '../sql/tables.js';
 import { StoreUnavailableError } from '../errors.js';
-import { translateSqliteError } from './sqlite-errors.js';
+import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 
@@ -48,7 +48,8 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   write(statements: readonly CompiledQuery[]): Promise<number[]> {
-    // One writer connection: SQLite transactions are serializable already.
+    // WriteOptions.serializable needs nothing here: with one writer connection, SQLite
+    // transactions are serializable already.
     return this.#batcher.run(() =>
       statements.map((query) => this.#prepare(query.sql).run(...query.parameters).changes),
     );
@@ -103,9 +104,7 @@ export class SqliteExecutor implements SqlExecutor {
           database.exec('BEGIN IMMEDIATE');
           return;
         } catch (error) {
-          const code = (error as { code?: unknown }).code;
-          const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
-          if (!busy || Date.now() >= deadline) throw error;
+          if (!isBusy(error) || Date.now() >= deadline) throw error;
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       }

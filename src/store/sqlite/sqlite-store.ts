@@ -4,6 +4,7 @@ import { createPrivateDirectory } from '../../files.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type { Store } from '../store.js';
 import { SqliteExecutor } from './sqlite-executor.js';
+import { DEFAULT_LOCK_WAIT_MS } from './sqlite-write-batcher.js';
 import { translateSqliteError } from './sqlite-errors.js';
 
 export interface SqliteStoreOptions {
@@ -23,7 +24,6 @@ export interface SqliteStoreOptions {
   onConnection?: (database: Database.Database) => void;
 }
 
-const DEFAULT_BUSY_TIMEOUT_MS = 2000;
 /** The longest SQLite's busy handler may block the event loop in one go. */
 export const SQLITE_BUSY_SPIN_MS = 10;
 
@@ -34,7 +34,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   let database: Database.Database | undefined;
   try {
     database = new Database(options.path, {
-      timeout: Math.min(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS, SQLITE_BUSY_SPIN_MS),
+      timeout: Math.min(options.busyTimeoutMs ?? DEFAULT_LOCK_WAIT_MS, SQLITE_BUSY_SPIN_MS),
     });
     if (!inMemory) database.pragma('journal_mode = WAL');
     // FULL: an acknowledged commit survives power loss, not only a process crash.
@@ -47,6 +47,6 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     throw translateSqliteError(error);
   }
   return new SqlStore(
-    new SqliteExecutor(database, { lockWaitMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS }),
+    new SqliteExecutor(database, { lockWaitMs: options.busyTimeoutMs ?? DEFAULT_LOCK_WAIT_MS }),
   );
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
-import { translateSqliteError } from './sqlite-errors.js';
+import { isBusy, translateSqliteError } from './sqlite-errors.js';
 
 interface Job {
   work: () => number[];
@@ -16,6 +16,9 @@ export interface WriteBatcherOptions {
   /** How long a write waits for the write lock held by another process, then fails (503). */
   lockWaitMs?: number;
 }
+
+/** How long a write waits for another process's write lock unless told otherwise. */
+export const DEFAULT_LOCK_WAIT_MS = 2000;
 
 /** Between attempts to take a lock another process holds; the event loop runs meanwhile. */
 const LOCK_RETRY_MS = 10;
@@ -46,7 +49,7 @@ export class SqliteWriteBatcher {
     private readonly db: Database.Database,
     options: WriteBatcherOptions = {},
   ) {
-    this.#lockWaitMs = options.lockWaitMs ?? 2000;
+    this.#lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
     this.#statements = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -148,9 +151,7 @@ export class SqliteWriteBatcher {
       this.#statements.begin.run();
       return undefined;
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) return 'locked';
-      return translateSqliteError(error);
+      return isBusy(error) ? 'locked' : translateSqliteError(error);
     }
   }
 
