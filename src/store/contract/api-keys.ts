@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuplicateError } from '../errors.js';
+import type { ApiKeyRecord } from '../store.js';
+import { type ContractContext, T0, apiKeyRecord, keyId, walkPages } from './fixtures.js';
+
+export function describeApiKeysContract(ctx: ContractContext): void {
+  describe('API keys', () => {
+    it('returns from findApiKey and findApiKeyByDigest exactly what insertApiKey stored', async () => {
+      const restricted = apiKeyRecord(keyId(1), {
+        name: 'Clé de facturation 請 😀',
+        roles: ['applications:read', 'users:write'],
+        applications: ['billing-web', 'Billing.API'],
+        createdAt: T0,
+        updatedAt: T0 + 5,
+        expiresAt: 8.64e15,
+        lastUsedAt: 0,
+      });
+      const open = apiKeyRecord(keyId(2));
+      await ctx.store.apiKeys.insertApiKey(restricted);
+      await ctx.store.apiKeys.insertApiKey(open);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(restricted.id), restricted);
+      assert.deepEqual(
+        await ctx.store.apiKeys.findApiKeyByDigest(restricted.secretDigest),
+        restricted,
+      );
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(open.id), open);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest(open.secretDigest), open);
+      assert.equal(await ctx.store.apiKeys.findApiKey(keyId(3)), undefined);
+      assert.equal(await ctx.store.apiKeys.findApiKeyByDigest('0'.repeat(64)), undefined);
+    });
+
+    it('refuses an existing id or secret digest with DuplicateError', async () => {
+      const first = apiKeyRecord(keyId(1));
+      await ctx.store.apiKeys.insertApiKey(first);
+      const sameId = apiKeyRecord(keyId(1), { secretDigest: 'f'.repeat(64) });
+      const sameDigest = apiKeyRecord(keyId(2), { secretDigest: first.secretDigest });
+      await assert.rejects(ctx.store.apiKeys.insertApiKey(sameId), DuplicateError);
+      await assert.rejects(ctx.store.apiKeys.insertApiKey(sameDigest), DuplicateError);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(first.id), first);
+      assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(sameId.secretDigest), undefined);
+    });
+
+    it('lists keys by id in keyset pages and counts them', async () => {
+      const ids = [7, 1, 12, 3, 9, 16, 2].map(keyId);
+      for (const id of ids) await ctx.store.apiKeys.insertApiKey(apiKeyRecord(id));
+      const pages = await walkPages<ApiKeyRecord, string>(
+        (after) => ctx.store.apiKeys.listApiKeys({ after, limit: 3 }),
+        (key) => key.id,
+        3,
+      );
+      assert.deepEqual(
+        pages.map((page) => page.map((key) => key.id)),
+        [[1, 2, 3], [7, 9, 12], [16]].map((page) => page.map(keyId)),
+      );
+      assert.deepEqual(pages[0]![0], apiKeyRecord(keyId(1)));
+      assert.equal(await ctx.store.apiKeys.countApiKeys(), ids.length);
+    });
+
+    it('inserts the first key only into an empty key table', async () => {
+      assert.equal(await ctx.store.apiKeys.countApiKeys(), 0);
+      const first = apiKeyRecord(keyId(1), {
+        roles: ['keys:write', 'keys:read'],
+        applications: ['a'],
+        expiresAt: T0 + 1000,
+        lastUsedAt: T0 + 10,
+        updatedAt: T0 + 20,
+      });
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(first), true);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(first.id), first);
+      const second = apiKeyRecord(keyId(2));
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(second), false);
+      assert.equal(await ctx.store.apiKeys.findApiKey(second.id), undefined);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+    });
+
+    it('inserts no first key when any key exists', async () => {
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(5)));
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(1))), false);
+      assert.equal(await ctx.store.apiKeys.findApiKey(keyId(1)), undefined);
+    });
+
+    it('lets exactly one of 10 concurrent insertFirstApiKey calls insert', async () => {
+      const candidates = Array.from({ length: 10 }, (_, n) => apiKeyRecord(keyId(n + 1)));
+      const outcomes = await Promise.all(
+        candidates.map((key) => ctx.store.apiKeys.insertFirstApiKey(key)),
+      );
+      assert.equal(outcomes.filter(Boolean).length, 1);
+      const winner = candidates[outcomes.indexOf(true)]!;
+      assert.deepEqual(await ctx.store.apiKeys.listApiKeys({ after: null, limit: 100 }), [winner]);
+    });
+
+    it('updates grants: roles and applications set, expiry cleared, updatedAt set', async () => {
+      const key = apiKeyRecord(keyId(1), {
+        applications: ['a'],
+        expiresAt: T0 + 1000,
+        lastUsedAt: T0 + 7,
+      });
+      await ctx.store.apiKeys.insertApiKey(key);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)));
+      const roles = ['keys:read', 'keys:write', 'users:read'];
+      await ctx.store.apiKeys.updateApiKeyGrants(key.id, {
+        roles,
+        applications: null,
+        updatedAt: T0 + 60000,
+      });
+      const unrestricted = {
+        ...key,
+        roles,
+        applications: null,
+        expiresAt: null,
+        updatedAt: T0 + 60000,
+      };
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(key.id), unrestricted);
+      await ctx.store.apiKeys.updateApiKeyGrants(key.id, {
+        roles: ['events:read'],
+        applications: ['b', 'c'],
+        updatedAt: T0 + 120000,
+      });
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(key.id), {
+        ...unrestricted,
+        roles: ['events:read'],
+        applications: ['b', 'c'],
+        updatedAt: T0 + 120000,
+      });
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(keyId(2)), apiKeyRecord(keyId(2)));
+    });
+
+    it('records uses without ever moving last_used_at backwards', async () => {
+      const key = apiKeyRecord(keyId(1));
+      await ctx.store.apiKeys.insertApiKey(key);
+      const steps: [number, number][] = [
+        [T0 + 60000, T0 + 60000],
+        [T0 + 120000, T0 + 120000],
+        [T0 + 90000, T0 + 120000],
+        [T0 + 120000, T0 + 120000],
+        [T0, T0 + 120000],
+      ];
+      for (const [usedAt, expected] of steps) {
+        await ctx.store.apiKeys.touchApiKey(key.id, usedAt);
+        assert.deepEqual(await ctx.store.apiKeys.findApiKey(key.id), {
+          ...key,
+          lastUsedAt: expected,
+        });
+      }
+      await ctx.store.apiKeys.touchApiKey(keyId(2), T0);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+    });
+
+    it('deletes a key and reports whether it existed', async () => {
+      const doomed = apiKeyRecord(keyId(1));
+      await ctx.store.apiKeys.insertApiKey(doomed);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)));
+      assert.equal(await ctx.store.apiKeys.deleteApiKey(doomed.id), true);
+      assert.equal(await ctx.store.apiKeys.findApiKey(doomed.id), undefined);
+      assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(doomed.secretDigest), undefined);
+      assert.equal(await ctx.store.apiKeys.deleteApiKey(doomed.id), false);
+      assert.equal(await ctx.store.apiKeys.deleteApiKey(keyId(3)), false);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(keyId(2)), apiKeyRecord(keyId(2)));
+    });
+  });
+}
