@@ -57,7 +57,7 @@ function rejectNonFiniteNumbers(_key: string, value: unknown): unknown {
   return value;
 }
 
-function parseJsonBody(request: FastifyRequest, body: string | Buffer): unknown {
+function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
   const encoding = request.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
     throw problem(
@@ -65,17 +65,21 @@ function parseJsonBody(request: FastifyRequest, body: string | Buffer): unknown 
       `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
     );
   }
-  const { charset } = mediaTypeOf(request);
+  const { type, charset } = mediaTypeOf(request);
+  // Only PATCH takes a merge patch; POST and PUT replace, so they take plain JSON.
+  if (type === MERGE_PATCH_MEDIA_TYPE && request.method !== 'PATCH') {
+    throw problem('unsupported-media-type', `Send the body as ${JSON_MEDIA_TYPE}.`);
+  }
   if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
     throw problem('unsupported-media-type', `Only UTF-8 JSON is accepted, not charset=${charset}.`);
   }
   let text: string;
   try {
-    text = typeof body === 'string' ? body : UTF8.decode(body);
+    text = UTF8.decode(body);
   } catch {
     throw problem('malformed-request', 'The request body is not valid UTF-8.');
   }
-  if (text.trim() === '') {
+  if (/^\s*$/.test(text)) {
     throw problem('malformed-request', 'The request body is empty; send a JSON document.');
   }
   if (exceedsJsonDepth(text, MAX_JSON_DEPTH)) {
@@ -98,13 +102,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
     [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
     { parseAs: 'buffer' },
     async function parseJson(request: FastifyRequest, body: string | Buffer) {
-      return parseJsonBody(request, body);
+      return parseJsonBody(request, Buffer.isBuffer(body) ? body : Buffer.from(body));
     },
   );
-  app.addHook('preValidation', async function requireJsonMediaType(request) {
-    if (request.body === undefined || request.method === 'PATCH') return;
-    if (mediaTypeOf(request).type !== JSON_MEDIA_TYPE) {
-      throw problem('unsupported-media-type', `Send the body as ${JSON_MEDIA_TYPE}.`);
-    }
-  });
 }
