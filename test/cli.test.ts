@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { startServerProcess } from './server-process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SECRET = /tsr_[A-Za-z0-9_-]{43}/g;
@@ -275,5 +276,38 @@ describe('tessera with bad arguments', () => {
     const listed = await runCli(database, ['keys', 'list', '--json']);
     assert.equal(listed.code, 0, listed.stderr);
     assert.deepEqual(JSON.parse(listed.stdout), []);
+  });
+});
+
+describe('tessera serve', () => {
+  it('serves the API on DATABASE_URL, like npm start, and stops on SIGTERM with 0', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'tessera-serve-'));
+    try {
+      const server = await startServerProcess(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli/main.ts', 'serve'],
+        { DATABASE_URL: `sqlite:${join(directory, 'tessera.db')}` },
+      );
+      const key = readFileSync(join(directory, 'admin-api-key'), 'utf8').trim();
+      const response = await fetch(`${server.baseUrl}/iam/api/v1/applications`, {
+        headers: { authorization: `apikey ${key}` },
+      });
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), { items: [], next_cursor: null });
+      assert.equal(await server.stop(), 0);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('takes no arguments: exit code 2', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'tessera-serve-'));
+    try {
+      const result = await runCli(join(directory, 't.db'), ['serve', '--port', '1']);
+      assert.equal(result.code, 2);
+      assert.equal(result.stderr.trim().split('\n').length, 1);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 });

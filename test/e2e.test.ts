@@ -2,71 +2,13 @@
 // first-start key file, real HTTP, a graceful stop, and a restart that finds the data.
 
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { type ServerProcess, startServerProcess } from './server-process.js';
 
-const repository = new URL('..', import.meta.url).pathname;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-interface RunningServer {
-  process: ChildProcess;
-  baseUrl: string;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-async function npmStart(env: Record<string, string>): Promise<RunningServer> {
-  const port = await freePort();
-  let output = '';
-  const child = spawn('npm', ['start'], {
-    cwd: repository,
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
-  );
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
-    try {
-      const response = await fetch(`${baseUrl}/healthz`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`npm start did not become healthy:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return { process: child, baseUrl, output: () => output, exited };
-}
-
-async function stop(server: RunningServer): Promise<number | null> {
-  server.process.kill('SIGTERM');
-  return server.exited;
-}
-
-function api(server: RunningServer, key: string) {
+function api(server: ServerProcess, key: string) {
   return async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${server.baseUrl}/iam/api/v1${path}`, {
       method,
@@ -89,11 +31,11 @@ describe('npm start, end to end', { timeout: 240_000 }, () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'tessera-e2e-'));
   const databaseUrl = `sqlite:${join(dataDir, 'tessera.db')}`;
   const identifier = 'CN=Ada Lovelace,OU=R&D/x%y';
-  let first: RunningServer | undefined;
+  let first: ServerProcess | undefined;
   let adminKey = '';
 
   before(async () => {
-    first = await npmStart({ DATABASE_URL: databaseUrl });
+    first = await startServerProcess('npm', ['start'], { DATABASE_URL: databaseUrl });
   });
 
   after(() => {
@@ -138,13 +80,13 @@ describe('npm start, end to end', { timeout: 240_000 }, () => {
   });
 
   it('stops gracefully on SIGTERM with exit code 0', async () => {
-    assert.equal(await stop(first!), 0);
+    assert.equal(await first!.stop(), 0);
     assert.match(first!.output(), /"msg":"stopped"/);
   });
 
   it('finds everything again after a restart, and honours IAM_BOOTSTRAP_API_KEY', async () => {
     const bootstrapKey = 'e2e-bootstrap-key-0123456789abcdef0123456789';
-    const second = await npmStart({
+    const second = await startServerProcess('npm', ['start'], {
       DATABASE_URL: databaseUrl,
       IAM_BOOTSTRAP_API_KEY: bootstrapKey,
     });
@@ -167,7 +109,7 @@ describe('npm start, end to end', { timeout: 240_000 }, () => {
         'the log never contains the bootstrap key',
       );
     } finally {
-      assert.equal(await stop(second), 0);
+      assert.equal(await second.stop(), 0);
     }
   });
 });

@@ -2,14 +2,12 @@
 // `npm start`. This runs it, block by block as one script, exactly as written.
 
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-
-const repository = new URL('..', import.meta.url).pathname;
+import { repository, type ServerProcess, startServerProcess } from './server-process.js';
 
 function walkthroughScript(): string {
   const readme = readFileSync(join(repository, 'README.md'), 'utf8');
@@ -20,52 +18,25 @@ function walkthroughScript(): string {
   return blocks.join('\n');
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe('README walkthrough', { timeout: 180_000 }, () => {
   const directory = mkdtempSync(join(tmpdir(), 'tessera-readme-'));
-  let server: ChildProcess | undefined;
-  let port = 0;
+  let server: ServerProcess | undefined;
 
   before(async () => {
-    port = await freePort();
-    server = spawn('npm', ['start'], {
-      cwd: repository,
-      env: {
-        ...process.env,
-        PORT: String(port),
-        DATABASE_URL: `sqlite:${join(directory, 'data', 'tessera.db')}`,
-        LOG_LEVEL: 'warn',
-      },
-      stdio: 'ignore',
+    server = await startServerProcess('npm', ['start'], {
+      DATABASE_URL: `sqlite:${join(directory, 'data', 'tessera.db')}`,
+      LOG_LEVEL: 'warn',
     });
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
-      } catch {
-        // not up yet
-      }
-      assert.ok(Date.now() < deadline, 'npm start became ready');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
   });
 
-  after(() => {
-    server?.kill('SIGTERM');
+  after(async () => {
+    await server?.stop();
     rmSync(directory, { recursive: true, force: true });
   });
 
   it('runs as written and shows what the text says it shows', () => {
     // The only change: the port, since the test cannot assume 8080 is free.
-    const script = walkthroughScript().replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
+    const script = walkthroughScript().replaceAll('127.0.0.1:8080', `127.0.0.1:${server!.port}`);
     const result = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
       cwd: directory,
       encoding: 'utf8',

@@ -1,0 +1,79 @@
+// Tessera as its own process, the way operators run it (`npm start`, `tessera serve`), for
+// end-to-end tests over real HTTP.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export const repository = new URL('..', import.meta.url).pathname;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  process: ChildProcess;
+  port: number;
+  baseUrl: string;
+  /** Everything it printed so far (stdout and stderr). */
+  output: () => string;
+  /** Its exit code once it exits. */
+  exited: Promise<number | null>;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop: () => Promise<number | null>;
+}
+
+/**
+ * Runs `command args…` in the repository with `env` on a free port, and resolves once
+ * /healthz answers (rejecting, with its output, if it exits or takes more than 90 s).
+ */
+export async function startServerProcess(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<ServerProcess> {
+  const port = await freePort();
+  let output = '';
+  const child = spawn(command, args, {
+    cwd: repository,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${command} exited early:\n${output}`);
+    try {
+      if ((await fetch(`${baseUrl}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${command} did not become healthy:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    process: child,
+    port,
+    baseUrl,
+    output: () => output,
+    exited,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
