@@ -263,6 +263,24 @@ describe('GET /applications/:client_id/users/:provider/:identifier', () => {
   });
 });
 
+/** Creates a user with this identifier and returns where it lives and its first version. */
+async function createFreshUser(
+  ctx: TestContext,
+  identifier: string,
+  overrides: Record<string, unknown> = {},
+) {
+  const created = await call(ctx, 'POST', USERS, {
+    body: userBody({ identifier, ...overrides }),
+  });
+  assert.equal(created.statusCode, 201);
+  return {
+    identifier,
+    path: userPath(CLIENT, PROVIDER, identifier),
+    created,
+    etag: String(created.headers.etag),
+  };
+}
+
 describe('PUT /applications/:client_id/users/:provider/:identifier', () => {
   let ctx: TestContext;
   let counter = 0;
@@ -272,18 +290,8 @@ describe('PUT /applications/:client_id/users/:provider/:identifier', () => {
   });
   after(() => ctx.close());
 
-  async function freshUser(overrides: Record<string, unknown> = {}) {
-    const identifier = `put-${++counter}`;
-    const created = await call(ctx, 'POST', USERS, {
-      body: userBody({ identifier, ...overrides }),
-    });
-    assert.equal(created.statusCode, 201);
-    return {
-      identifier,
-      path: userPath(CLIENT, PROVIDER, identifier),
-      etag: String(created.headers.etag),
-    };
-  }
+  const freshUser = (overrides: Record<string, unknown> = {}) =>
+    createFreshUser(ctx, `put-${++counter}`, overrides);
 
   it('replaces every member and resets an omitted avatar to null', async () => {
     const { identifier, path } = await freshUser({ avatar: 'https://example.com/a.png' });
@@ -431,18 +439,8 @@ describe('PATCH /applications/:client_id/users/:provider/:identifier', () => {
   });
   after(() => ctx.close());
 
-  async function freshUser(overrides: Record<string, unknown> = {}) {
-    const identifier = `patch-${++counter}`;
-    const created = await call(ctx, 'POST', USERS, {
-      body: userBody({ identifier, ...overrides }),
-    });
-    assert.equal(created.statusCode, 201);
-    return {
-      path: userPath(CLIENT, PROVIDER, identifier),
-      created,
-      etag: String(created.headers.etag),
-    };
-  }
+  const freshUser = (overrides: Record<string, unknown> = {}) =>
+    createFreshUser(ctx, `patch-${++counter}`, overrides);
 
   it('resets avatar to null with null and leaves the other members alone', async () => {
     const { path, created } = await freshUser({ avatar: 'https://example.com/a.png' });
