@@ -21,15 +21,16 @@ export function packageVersion(): string {
   return manifest.version;
 }
 
-export function createLogger(level: string) {
-  return pino({
+export function createLogger(level: string, destination?: pino.DestinationStream) {
+  const options: pino.LoggerOptions = {
     level,
     // Belt and braces: request headers are not logged, but if they ever are, keys are not.
     redact: {
       paths: ['req.headers.authorization', 'headers.authorization', 'authorization'],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 export async function startServer(config: Config): Promise<FastifyInstance> {
