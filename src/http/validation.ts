@@ -95,10 +95,8 @@ export function createBodyChecker(): (schema: object, value: unknown) => Invalid
 /** Enough to fix a request; a body with 5 000 unknown members does not get 5 000 entries. */
 const MAX_REPORTED_ERRORS = 100;
 
-export type ValidationContext = 'body' | 'querystring' | 'params' | 'headers' | string;
-
 /** Ajv errors → RFC 9457 `errors` entries: a JSON Pointer for the body, a name otherwise. */
-export function toInvalidParams(errors: ErrorObject[], context: ValidationContext): InvalidParam[] {
+export function toInvalidParams(errors: ErrorObject[], context: string): InvalidParam[] {
   const seen = new Set<string>();
   const result: InvalidParam[] = [];
   for (const error of errors) {
@@ -126,7 +124,7 @@ function locate(error: ErrorObject): string {
   return error.instancePath;
 }
 
-function describe(error: ErrorObject, context: ValidationContext): string {
+function describe(error: ErrorObject, context: string): string {
   const params = error.params as Record<string, unknown>;
   const rule = (error.parentSchema as Record<string, unknown> | undefined)?.[RULE_KEYWORD];
   switch (error.keyword) {
