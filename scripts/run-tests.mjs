@@ -2,10 +2,20 @@
 // Node 20's --test takes no ** globs and a bare --test that finds nothing exits 0, so the
 // files are listed here, counted, and an empty list is a failure.
 // `npm test -- test/users.test.ts` runs just the named files.
+//
+// Two passes. The first runs every file with the HTTP suite on SQLite (in memory), and the
+// store's own tests for both SQLite and PostgreSQL. The second runs the HTTP suite again on
+// PostgreSQL: every file that builds the app through the test helpers (buildTestApp) or asks
+// for the test store (TEST_STORE). Both use a database created for this run and dropped after.
+// Without a reachable PostgreSQL the second pass is skipped with the reason printed, and the
+// PostgreSQL store tests skip themselves; in CI (CI=true) that is a failure instead.
 
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
+
+const BASE_URL = process.env.TESSERA_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 function findTests(directory) {
   return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
@@ -15,6 +25,47 @@ function findTests(directory) {
   });
 }
 
+async function createRunDatabase() {
+  const admin = new pg.Client({ connectionString: BASE_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await admin.connect();
+  } catch (error) {
+    return { reason: `PostgreSQL at ${BASE_URL} is not reachable (${error.message})` };
+  }
+  const name = `tessera_test_${process.pid}_${Date.now()}`;
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(BASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: BASE_URL });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+function run(label, files, env) {
+  process.stdout.write(`\n# ${label}: ${files.length} test file(s)\n`);
+  const result = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--test',
+      '--test-concurrency=2',
+      '--test-timeout=180000',
+      ...options,
+      ...files,
+    ],
+    { stdio: 'inherit', env: { ...process.env, ...env } },
+  );
+  return result.status ?? 1;
+}
+
 const named = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
 const options = process.argv.slice(2).filter((arg) => arg.startsWith('-'));
 const files = named.length > 0 ? named : [...findTests('src'), ...findTests('test')].sort();
@@ -22,18 +73,34 @@ if (files.length === 0) {
   process.stderr.write('no test files found\n');
   process.exit(1);
 }
-process.stdout.write(`running ${files.length} test file(s)\n`);
-const result = spawnSync(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--test',
-    '--test-concurrency=2',
-    '--test-timeout=180000',
-    ...options,
-    ...files,
-  ],
-  { stdio: 'inherit' },
+const onBothStores = files.filter((file) =>
+  /buildTestApp\(|TEST_STORE/.test(readFileSync(file, 'utf8')),
 );
-process.exit(result.status ?? 1);
+
+const database = await createRunDatabase();
+if (database.reason !== undefined) {
+  if (process.env.CI === 'true') {
+    process.stderr.write(`PostgreSQL is required in CI: ${database.reason}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`# skipping the PostgreSQL pass: ${database.reason}\n`);
+}
+
+let status = 1;
+try {
+  const shared = database.url === undefined ? {} : { TESSERA_TEST_DATABASE_URL: database.url };
+  status = run('SQLite pass (and the PostgreSQL store tests)', files, {
+    ...shared,
+    TESSERA_TEST_STORE: 'sqlite',
+  });
+  if (database.url !== undefined && onBothStores.length > 0) {
+    const second = run('PostgreSQL pass', onBothStores, {
+      ...shared,
+      TESSERA_TEST_STORE: 'postgres',
+    });
+    if (status === 0) status = second;
+  }
+} finally {
+  await database.drop?.();
+}
+process.exit(status);

@@ -4,6 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
+import { POSTGRES_DEFAULTS } from './store/postgres/postgres-store.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -43,6 +44,21 @@ const Environment = Type.Object({
     }),
   ),
   IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
+  IAM_DB_POOL_SIZE: Type.Optional(
+    Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'a whole number from 1 to 999' }),
+  ),
+  IAM_DB_CONNECT_TIMEOUT_MS: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'a whole number of milliseconds from 1 to 999999',
+    }),
+  ),
+  IAM_DB_STATEMENT_TIMEOUT_MS: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'a whole number of milliseconds from 1 to 999999',
+    }),
+  ),
 });
 
 type Environment = Static<typeof Environment>;
@@ -51,7 +67,15 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+export type DatabaseConfig =
+  | { kind: 'sqlite'; path: string }
+  | {
+      kind: 'postgres';
+      url: string;
+      poolSize: number;
+      connectTimeoutMs: number;
+      statementTimeoutMs: number;
+    };
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -79,7 +103,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
 
   const port = Number(vars.PORT ?? 8080);
   if (port > 65535) throw new ConfigError('invalid configuration: PORT must be at most 65535');
-  const database = parseDatabaseUrl(vars.DATABASE_URL ?? defaultDatabaseUrl);
+  const database = parseDatabaseUrl(vars.DATABASE_URL ?? defaultDatabaseUrl, {
+    poolSize: Number(vars.IAM_DB_POOL_SIZE ?? POSTGRES_DEFAULTS.poolSize),
+    connectTimeoutMs: Number(vars.IAM_DB_CONNECT_TIMEOUT_MS ?? POSTGRES_DEFAULTS.connectTimeoutMs),
+    statementTimeoutMs: Number(
+      vars.IAM_DB_STATEMENT_TIMEOUT_MS ?? POSTGRES_DEFAULTS.statementTimeoutMs,
+    ),
+  });
 
   return {
     port,
@@ -100,9 +130,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
 }
 
 /** `sqlite:<path>`, `sqlite:///abs/path`, `sqlite::memory:`, `postgres://…`, `postgresql://…`. */
-export function parseDatabaseUrl(url: string): DatabaseConfig {
+export function parseDatabaseUrl(
+  url: string,
+  postgres: Omit<Extract<DatabaseConfig, { kind: 'postgres' }>, 'kind' | 'url'> = POSTGRES_DEFAULTS,
+): DatabaseConfig {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    return { kind: 'postgres', url };
+    try {
+      new URL(url);
+    } catch {
+      // Never echo the URL: it may carry a password.
+      throw new ConfigError('invalid configuration: DATABASE_URL is not a valid postgres:// URL');
+    }
+    return { kind: 'postgres', url, ...postgres };
   }
   if (url.startsWith('sqlite:')) {
     let path = url.slice('sqlite:'.length);

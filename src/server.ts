@@ -36,7 +36,10 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 export async function startServer(config: Config): Promise<FastifyInstance> {
   registerTypeBoxFormats();
   const logger = createLogger(config.logLevel);
-  const store = openStore(config.database);
+  const store = openStore(config.database, {
+    onConnectionError: (error) =>
+      logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
+  });
   await store.migrate();
   const services = createServices({ store, clock: systemClock, log: logger });
   await prepareAccess({

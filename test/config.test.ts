@@ -50,8 +50,30 @@ describe('loadConfig', () => {
       path: '/srv/t.db',
     });
     for (const url of ['postgres://u@h/db', 'postgresql://u@h:5432/db']) {
-      assert.deepEqual(loadConfig({ DATABASE_URL: url }).database, { kind: 'postgres', url });
+      assert.deepEqual(loadConfig({ DATABASE_URL: url }).database, {
+        kind: 'postgres',
+        url,
+        poolSize: 10,
+        connectTimeoutMs: 2000,
+        statementTimeoutMs: 2000,
+      });
     }
+  });
+
+  it('takes the PostgreSQL pool size and timeouts from the environment', () => {
+    const { database } = loadConfig({
+      DATABASE_URL: 'postgres://u@h/db',
+      IAM_DB_POOL_SIZE: '25',
+      IAM_DB_CONNECT_TIMEOUT_MS: '500',
+      IAM_DB_STATEMENT_TIMEOUT_MS: '15000',
+    });
+    assert.deepEqual(database, {
+      kind: 'postgres',
+      url: 'postgres://u@h/db',
+      poolSize: 25,
+      connectTimeoutMs: 500,
+      statementTimeoutMs: 15000,
+    });
   });
 
   const invalid: [string, Record<string, string>][] = [
@@ -62,6 +84,10 @@ describe('loadConfig', () => {
     ['a bootstrap key with a space', { IAM_BOOTSTRAP_API_KEY: 'two words' }],
     ['an unknown LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['a negative rate limit', { IAM_RATE_LIMIT_PER_MINUTE: '-1' }],
+    ['a pool of 0 connections', { IAM_DB_POOL_SIZE: '0' }],
+    ['a connect timeout in seconds', { IAM_DB_CONNECT_TIMEOUT_MS: '2s' }],
+    ['a statement timeout of 0 (forever)', { IAM_DB_STATEMENT_TIMEOUT_MS: '0' }],
+    ['a PostgreSQL URL that is not a URL', { DATABASE_URL: 'postgres://u:p@[bad/db' }],
   ];
   for (const [name, env] of invalid) {
     it(`refuses ${name}, naming the variable`, () => {

@@ -1,5 +1,6 @@
-// Building blocks for HTTP-level specs: the real app on a real (in-memory SQLite) store,
-// a controllable clock, keys with any roles, and request helpers.
+// Building blocks for HTTP-level specs: the real app on a real store, a controllable clock,
+// keys with any roles, and request helpers. The store is SQLite in memory, or PostgreSQL in a
+// schema of its own when TESSERA_TEST_STORE=postgres (the second pass of `npm test`).
 
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -10,8 +11,20 @@ import { registerTypeBoxFormats } from '../src/http/formats.js';
 import { ROLES, type Role } from '../src/roles.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
+import { openTestPostgresStore } from './postgres.js';
 
 registerTypeBoxFormats();
+
+/** Which store buildTestApp uses by default. */
+export const TEST_STORE: 'sqlite' | 'postgres' =
+  process.env.TESSERA_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+/** A fresh, empty, unmigrated store of the kind this pass tests. */
+export function openTestStore(): Promise<Store> {
+  return TEST_STORE === 'postgres'
+    ? openTestPostgresStore()
+    : Promise.resolve(openSqliteStore({ path: ':memory:' }));
+}
 
 export const START_TIME = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -53,7 +66,7 @@ export async function buildTestApp(
     logLevel?: string;
   } = {},
 ): Promise<TestContext> {
-  const store = options.store ?? openSqliteStore({ path: ':memory:' });
+  const store = options.store ?? (await openTestStore());
   await store.migrate();
   const clock = options.clock ?? new TestClock();
   const logs: Record<string, unknown>[] = [];

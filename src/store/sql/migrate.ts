@@ -3,18 +3,23 @@ import { type Kysely, type Migration, Migrator } from 'kysely';
 /**
  * Applies every pending migration, in name order, forward only. Kysely's Migrator records
  * each applied migration in `kysely_migration`. Serialising concurrent callers is the
- * dialect's job: the SQLite executor holds the database's write lock around this call (and
- * then asks for `disableTransactions`, its own transaction covering the whole run).
+ * dialect's job: each executor holds its own lock around this call (SQLite's write lock, a
+ * PostgreSQL row lock) and asks for `disableTransactions`, its own transaction covering the
+ * whole run. `migrationTableSchema` pins Kysely's bookkeeping tables to the schema migrated
+ * (Kysely otherwise takes a table of that name in any schema as its own).
  */
 export async function migrateToLatest(
   db: Kysely<unknown>,
   migrations: Record<string, Migration>,
-  options: { disableTransactions?: boolean } = {},
+  options: { disableTransactions?: boolean; migrationTableSchema?: string } = {},
 ): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: () => Promise.resolve(migrations) },
     disableTransactions: options.disableTransactions ?? false,
+    ...(options.migrationTableSchema === undefined
+      ? {}
+      : { migrationTableSchema: options.migrationTableSchema }),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error !== undefined) {

@@ -1,0 +1,284 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  type CompiledQuery,
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  sql,
+} from 'kysely';
+import pg from 'pg';
+import { migrateToLatest } from '../sql/migrate.js';
+import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
+import type { Tables } from '../sql/tables.js';
+import { isConnectionFailure, isRetryable, translatePostgresError } from './postgres-errors.js';
+import { postgresMigrations } from './postgres-migrations.js';
+
+const postgresFlavor: SqlFlavor = {
+  // JSON arrays are stored as text (see postgres-migrations.ts); containment on the parsed
+  // value, with functions CockroachDB and YugabyteDB have too.
+  jsonArrayContains: (column, value) =>
+    sql<boolean>`(${sql.ref(column)})::jsonb @> jsonb_build_array(${value}::text)`,
+};
+
+/** How often a transaction that hit a serialization failure or deadlock is run again. */
+const TRANSACTION_ATTEMPTS = 8;
+/** How long a migrating process waits for another one to finish migrating. */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+// Distinct query texts get one prepared-statement name each; IN-lists of varying length make
+// the set open-ended, so past this many the names start over (old ones age out with the
+// connections that prepared them).
+const STATEMENT_NAME_LIMIT = 2000;
+
+export interface PostgresExecutorOptions {
+  /** A pg connection config (connection string, pool size, timeouts, search_path). */
+  connection: pg.PoolConfig;
+  /** Told about errors of idle pooled connections (the pool discards them itself). */
+  onIdleError?: (error: Error) => void;
+}
+
+// BIGINT (epoch milliseconds, counts) as a JavaScript number: every such value here is far
+// below 2^53. Per pool, so other pg users in the process keep their parsers.
+const INT8_OID = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary'
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * Runs compiled queries on a pg pool. Reads and single-statement writes use the pool directly
+ * (a lone statement is its own transaction); multi-statement and serializable writes take one
+ * client for BEGIN … COMMIT and are retried on serialization failures and deadlocks.
+ */
+export class PostgresExecutor implements SqlExecutor {
+  readonly kind = 'postgres';
+  readonly db: Kysely<Tables>;
+  readonly flavor = postgresFlavor;
+  readonly #pool: pg.Pool;
+  readonly #connection: pg.PoolConfig;
+  readonly #statementNames = new Map<string, string>();
+  #nextStatement = 0;
+  #inFlight = 0;
+  #idle: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: PostgresExecutorOptions) {
+    this.#connection = { ...options.connection, types };
+    this.#pool = new pg.Pool(this.#connection);
+    // An idle client whose connection dies emits here; without a listener the process would
+    // crash. The pool has already dropped the client; the next query opens a new one.
+    this.#pool.on('error', (error) => options.onIdleError?.(error));
+    this.db = new Kysely<Tables>({
+      dialect: {
+        createAdapter: () => new PostgresAdapter(),
+        createDriver: () => new DummyDriver(),
+        createIntrospector: (db) => new PostgresIntrospector(db),
+        createQueryCompiler: () => new PostgresQueryCompiler(),
+      },
+    });
+  }
+
+  select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
+    return this.#track(async () => {
+      try {
+        const result = await this.#pool.query<Row & pg.QueryResultRow>(this.#config(query));
+        return result.rows;
+      } catch (error) {
+        throw translatePostgresError(error);
+      }
+    });
+  }
+
+  write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
+    return this.#track(async () => {
+      const [only] = statements;
+      if (statements.length === 1 && only !== undefined && options.serializable !== true) {
+        try {
+          return [(await this.#pool.query(this.#config(only))).rowCount ?? 0];
+        } catch (error) {
+          throw translatePostgresError(error);
+        }
+      }
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.#transaction(statements, options.serializable === true);
+        } catch (error) {
+          if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) {
+            throw translatePostgresError(error);
+          }
+          await sleep(Math.random() * 5 * attempt);
+        }
+      }
+    });
+  }
+
+  ping(): Promise<void> {
+    return this.#track(async () => {
+      try {
+        await this.#pool.query('select 1');
+      } catch (error) {
+        throw translatePostgresError(error);
+      }
+    });
+  }
+
+  /**
+   * Applies pending migrations in one transaction on a connection of its own. Processes
+   * serialise on a row lock (SELECT … FOR UPDATE on tessera_migration_lock), not an advisory
+   * lock, so this holds on engines without advisory locks and behind transaction poolers.
+   * PostgreSQL's DDL is transactional: a failed run leaves nothing behind.
+   */
+  async migrate(): Promise<void> {
+    const client = new pg.Client({
+      ...this.#connection,
+      // DDL on a large table may take longer than a request's statement is allowed to.
+      statement_timeout: 0,
+      query_timeout: 0,
+    });
+    try {
+      await client.connect();
+    } catch (error) {
+      throw translatePostgresError(error);
+    }
+    client.on('error', () => {
+      // Reported through the failing query below.
+    });
+    try {
+      await ensureMigrationLockRow(client);
+      await client.query('begin');
+      await client.query(`set local lock_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+      await client.query('select id from tessera_migration_lock where id = 1 for update');
+      const schema = await client.query<{ schema: string | null }>(
+        'select current_schema() as schema',
+      );
+      const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
+      const db = new Kysely<unknown>({ dialect: new SingleClientDialect(client) });
+      await migrateToLatest(db, postgresMigrations, {
+        disableTransactions: true,
+        ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
+      });
+      await client.query('commit');
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      throw translatePostgresError(error);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /** Lets every started operation finish (including a read that follows a write), then ends the pool. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      // An operation's continuation may start the next one (a read after a write) in a later
+      // microtask; a macrotask turn with nothing in flight means nothing more is coming.
+      do {
+        if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+        await new Promise((resolve) => setImmediate(resolve));
+      } while (this.#inFlight > 0);
+      await this.#pool.end();
+    })();
+    return this.#closing;
+  }
+
+  async #transaction(statements: readonly CompiledQuery[], serializable: boolean) {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw translatePostgresError(error);
+    }
+    try {
+      await client.query(serializable ? 'begin isolation level serializable' : 'begin');
+      const changes: number[] = [];
+      for (const statement of statements) {
+        changes.push((await client.query(this.#config(statement))).rowCount ?? 0);
+      }
+      await client.query('commit');
+      client.release();
+      return changes;
+    } catch (error) {
+      if (isConnectionFailure(error)) {
+        client.release(error as Error);
+      } else {
+        try {
+          await client.query('rollback');
+          client.release();
+        } catch (rollbackError) {
+          client.release(rollbackError as Error);
+        }
+      }
+      throw error;
+    }
+  }
+
+  #config(query: CompiledQuery): pg.QueryConfig {
+    let name = this.#statementNames.get(query.sql);
+    if (name === undefined) {
+      if (this.#statementNames.size >= STATEMENT_NAME_LIMIT) this.#statementNames.clear();
+      name = `tessera_${(this.#nextStatement++).toString(36)}`;
+      this.#statementNames.set(query.sql, name);
+    }
+    return { name, text: query.sql, values: query.parameters as unknown[] };
+  }
+
+  async #track<T>(operation: () => Promise<T>): Promise<T> {
+    // Not refused while closing: close() waits for this; once the pool has ended, the pool
+    // itself refuses, which translates to StoreUnavailableError.
+    this.#inFlight++;
+    try {
+      return await operation();
+    } finally {
+      this.#inFlight--;
+      if (this.#inFlight === 0) this.#idle?.();
+    }
+  }
+}
+
+/** Creates the lock table and its one row; safe when several processes do it at once. */
+async function ensureMigrationLockRow(client: pg.Client): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.query(
+        'create table if not exists tessera_migration_lock (id integer primary key)',
+      );
+      await client.query(
+        'insert into tessera_migration_lock (id) values (1) on conflict do nothing',
+      );
+      return;
+    } catch (error) {
+      // Two concurrent CREATE TABLE IF NOT EXISTS may collide on the catalog (23505, 42P07);
+      // the loser finds the table there on its next attempt.
+      const code = (error as { code?: string }).code;
+      if ((code !== '23505' && code !== '42P07') || attempt === 5) throw error;
+      await sleep(10 * attempt);
+    }
+  }
+}
+
+/** Kysely over one already-connected client, for the migration run's own transaction. */
+class SingleClientDialect extends PostgresDialect {
+  constructor(client: pg.Client) {
+    super({
+      pool: {
+        connect: () =>
+          Promise.resolve({
+            query: client.query.bind(client) as never,
+            release: () => undefined,
+          }),
+        end: () => Promise.resolve(),
+      },
+    });
+  }
+
+  // The row lock taken in migrate() serialises runs; Kysely's advisory lock is not needed.
+  override createAdapter(): PostgresAdapter {
+    return new (class extends PostgresAdapter {
+      override async acquireMigrationLock(): Promise<void> {}
+      override async releaseMigrationLock(): Promise<void> {}
+    })();
+  }
+}
