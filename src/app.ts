@@ -3,10 +3,10 @@
 // that listens (main.ts), so tests drive it through inject().
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerJsonBodies } from './http/content-types.js';
@@ -19,6 +19,7 @@ import {
 } from './http/error-handler.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CursorCodec } from './http/pagination.js';
+import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.js';
@@ -68,6 +69,9 @@ export interface AppOptions {
   logger: FastifyBaseLogger;
   /** Requests per minute per API key; 0: no limit. */
   rateLimitPerMinute: number;
+  /** Shared rate-limit counters (REDIS_URL); undefined: this instance's memory. */
+  rateLimitRedis?: Redis;
+  rateLimitRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
 }
@@ -177,21 +181,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(
     async function api(scope) {
       registerAuthentication(scope, (secret) => services.authenticator.authenticate(secret));
-      if (options.rateLimitPerMinute > 0) {
-        await scope.register(rateLimit, {
-          max: options.rateLimitPerMinute,
-          timeWindow: 60_000,
-          // Runs after authentication (route-level hooks follow instance-level ones), so it
-          // counts per key; requests without a valid key were refused before reaching it.
-          keyGenerator: (request) => request.apiKey!.id,
-          enableDraftSpec: true,
-          errorResponseBuilder: (_request, context) =>
-            problem(
-              'rate-limited',
-              `More than ${context.max} requests per minute; retry in ${context.after}.`,
-            ),
-        });
-      }
+      await registerRateLimit(scope, {
+        perMinute: options.rateLimitPerMinute,
+        ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+        ...(options.rateLimitRedisPrefix === undefined
+          ? {}
+          : { redisPrefix: options.rateLimitRedisPrefix }),
+      });
       registerApplicationRoutes(scope, { applications: services.applications, cursors });
       registerUserRoutes(scope, { users: services.users, cursors });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });

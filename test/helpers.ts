@@ -4,6 +4,7 @@
 
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { API_PREFIX, buildApp, createServices, type Services } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
@@ -61,6 +62,8 @@ export interface TestContext {
 export async function buildTestApp(
   options: {
     rateLimitPerMinute?: number;
+    rateLimitRedis?: Redis;
+    rateLimitRedisPrefix?: string;
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
@@ -87,6 +90,10 @@ export async function buildTestApp(
     services,
     logger,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+    ...(options.rateLimitRedis === undefined ? {} : { rateLimitRedis: options.rateLimitRedis }),
+    ...(options.rateLimitRedisPrefix === undefined
+      ? {}
+      : { rateLimitRedisPrefix: options.rateLimitRedisPrefix }),
     trustProxy: false,
     version: 'test',
   });
