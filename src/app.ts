@@ -35,6 +35,11 @@ import type { Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
 export const BODY_LIMIT_BYTES = 256 * 1024;
+/**
+ * Slow clients are cut off (408): the headers must arrive within 10 s of the connection (or of
+ * the previous response), the whole request within 30 s; Node checks every second.
+ */
+export const HTTP_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, checkIntervalMs: 1_000 };
 /** Long enough for a 256-character identifier percent-encoded as 4-byte UTF-8 (12 bytes each). */
 const MAX_PARAM_LENGTH = 8192;
 
@@ -74,12 +79,15 @@ export interface AppOptions {
   rateLimitRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
+  /** Overrides HTTP_TIMEOUTS (tests use short ones). */
+  timeouts?: Partial<typeof HTTP_TIMEOUTS>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, services } = options;
+  const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
   const app = Fastify({
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -94,10 +102,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Requests arriving while stopping get a problem document from checkRequestBasics.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    requestTimeout: 30_000,
+    requestTimeout: timeouts.requestMs,
     keepAliveTimeout: 72_000,
     clientErrorHandler: handleClientError,
-    http: { requireHostHeader: false },
+    http: {
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersMs,
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+    },
     frameworkErrors: function reportFrameworkError(error, request, reply) {
       sendProblem(request, reply, toProblem(error));
     },

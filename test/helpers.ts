@@ -6,7 +6,13 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { API_PREFIX, buildApp, createServices, type Services } from '../src/app.js';
+import {
+  API_PREFIX,
+  type AppOptions,
+  buildApp,
+  createServices,
+  type Services,
+} from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
 import { ROLES, type Role } from '../src/roles.js';
@@ -67,6 +73,7 @@ export async function buildTestApp(
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
+    timeouts?: AppOptions['timeouts'];
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -96,6 +103,7 @@ export async function buildTestApp(
       : { rateLimitRedisPrefix: options.rateLimitRedisPrefix }),
     trustProxy: false,
     version: 'test',
+    ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {
