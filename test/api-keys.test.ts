@@ -327,6 +327,9 @@ describe('API key parameters', () => {
   const cases: [string, string, string][] = [
     ['GET', `/api-keys/${'x'.repeat(65)}`, 'id'],
     ['DELETE', `/api-keys/${'x'.repeat(65)}`, 'id'],
+    ['GET', '/api-keys/a%00b', 'id'],
+    ['DELETE', '/api-keys/%00', 'id'],
+    ['GET', '/api-keys/%C3%A9', 'id'],
     ['GET', '/api-keys?sort=name', 'sort'],
     ['GET', '/api-keys/some-id?verbose=true', 'verbose'],
   ];
