@@ -265,28 +265,31 @@ describe('the API against a model of SPEC.md', { timeout: 600_000 }, () => {
 
   it(`agrees with the model over ${RUNS} random command sequences`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 60, size: 'large' }), async (sequence) => {
-        // Every run, shrinking runs included, starts from an empty world of its own.
-        run += 1;
-        const clientId = (name: AppName) => `run-${run}-${name}`;
-        const keys = {} as Record<KeyName, string>;
-        for (const keyName of KEY_NAMES) {
-          const grants = GRANTS[keyName];
-          keys[keyName] = await ctx.createKey({
-            name: keyName,
-            roles: grants.roles,
-            applications:
-              grants.restrictedTo === undefined ? null : [clientId(grants.restrictedTo)],
-          });
-        }
-        await fc.asyncModelRun(
-          () => ({
-            model: { applications: new Map(), users: new Map() },
-            real: { ctx, clientId, keys },
-          }),
-          sequence,
-        );
-      }),
+      fc.asyncProperty(
+        fc.commands(commands, { maxCommands: 60, size: 'large' }),
+        async (sequence) => {
+          // Every run, shrinking runs included, starts from an empty world of its own.
+          run += 1;
+          const clientId = (name: AppName) => `run-${run}-${name}`;
+          const keys = {} as Record<KeyName, string>;
+          for (const keyName of KEY_NAMES) {
+            const grants = GRANTS[keyName];
+            keys[keyName] = await ctx.createKey({
+              name: keyName,
+              roles: grants.roles,
+              applications:
+                grants.restrictedTo === undefined ? null : [clientId(grants.restrictedTo)],
+            });
+          }
+          await fc.asyncModelRun(
+            () => ({
+              model: { applications: new Map(), users: new Map() },
+              real: { ctx, clientId, keys },
+            }),
+            sequence,
+          );
+        },
+      ),
       { numRuns: RUNS },
     );
   });
