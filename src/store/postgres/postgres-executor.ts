@@ -3,6 +3,7 @@ import {
   type CompiledQuery,
   DummyDriver,
   Kysely,
+  type Migration,
   PostgresAdapter,
   PostgresDialect,
   PostgresIntrospector,
@@ -37,6 +38,8 @@ export interface PostgresExecutorOptions {
   connection: pg.PoolConfig;
   /** Told about errors of idle pooled connections (the pool discards them itself). */
   onIdleError?: (error: Error) => void;
+  /** The migrations to apply; postgresMigrations unless a test says otherwise. */
+  migrations?: Record<string, Migration>;
 }
 
 // BIGINT (epoch milliseconds, counts) as a JavaScript number: every such value here is far
@@ -60,6 +63,7 @@ export class PostgresExecutor implements SqlExecutor {
   readonly flavor = postgresFlavor;
   readonly #pool: pg.Pool;
   readonly #connection: pg.PoolConfig;
+  readonly #migrations: Record<string, Migration>;
   readonly #statementNames = new Map<string, string>();
   #nextStatement = 0;
   #inFlight = 0;
@@ -68,6 +72,7 @@ export class PostgresExecutor implements SqlExecutor {
 
   constructor(options: PostgresExecutorOptions) {
     this.#connection = { ...options.connection, types };
+    this.#migrations = options.migrations ?? postgresMigrations;
     this.#pool = new pg.Pool(this.#connection);
     // An idle client whose connection dies emits here; without a listener the process would
     // crash. The pool has already dropped the client; the next query opens a new one.
@@ -157,7 +162,7 @@ export class PostgresExecutor implements SqlExecutor {
       );
       const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
       const db = new Kysely<unknown>({ dialect: new SingleClientDialect(client) });
-      await migrateToLatest(db, postgresMigrations, {
+      await migrateToLatest(db, this.#migrations, {
         disableTransactions: true,
         ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
       });
