@@ -2,12 +2,13 @@
 // as operators start them, called over real HTTP.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestSchema, databaseUrlFor, dropSchema, skipWithoutPostgres } from './postgres.js';
-import { type ServerProcess, startServerProcess } from './server-process.js';
+import { type ServerProcess, repository, startServerProcess } from './server-process.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -140,5 +141,39 @@ describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 },
     const elapsed = Date.now() - revokedAt;
     assert.equal(status, 401);
     assert.ok(elapsed <= 1000, `refused after ${elapsed} ms`);
+  });
+
+  it('takes keys made and revoked by `tessera keys` on the same database', async () => {
+    const tessera = (...args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+        cwd: repository,
+        env: { ...process.env, DATABASE_URL: databaseUrlFor(schema) },
+        encoding: 'utf8',
+      });
+    const created = tessera(
+      'keys',
+      'create',
+      '--name',
+      'from-cli',
+      '--roles',
+      'users:read',
+      '--json',
+    );
+    assert.equal(created.status, 0, created.stderr);
+    const { id, key } = JSON.parse(created.stdout) as { id: string; key: string };
+    for (const instance of instances) {
+      assert.equal(
+        (await request(instance, key, 'GET', '/applications/shared-app/users')).status,
+        200,
+      );
+    }
+    assert.equal(tessera('keys', 'revoke', id).status, 0);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    for (const instance of instances) {
+      assert.equal(
+        (await request(instance, key, 'GET', '/applications/shared-app/users')).status,
+        401,
+      );
+    }
   });
 });
