@@ -90,8 +90,7 @@ export class PostgresExecutor implements SqlExecutor {
   select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
     return this.#track(async () => {
       try {
-        const result = await this.#pool.query<Row & pg.QueryResultRow>(this.#config(query));
-        return result.rows;
+        return (await this.#prepared(this.#pool, query)).rows as Row[];
       } catch (error) {
         throw translatePostgresError(error);
       }
@@ -103,7 +102,7 @@ export class PostgresExecutor implements SqlExecutor {
       const [only] = statements;
       if (statements.length === 1 && only !== undefined && options.serializable !== true) {
         try {
-          return [(await this.#pool.query(this.#config(only))).rowCount ?? 0];
+          return [(await this.#prepared(this.#pool, only)).rowCount ?? 0];
         } catch (error) {
           throw translatePostgresError(error);
         }
@@ -112,7 +111,8 @@ export class PostgresExecutor implements SqlExecutor {
         try {
           return await this.#transaction(statements, options.serializable === true);
         } catch (error) {
-          if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) {
+          const replanned = (error as { code?: string }).code === '0A000';
+          if (!(isRetryable(error) || replanned) || attempt === TRANSACTION_ATTEMPTS) {
             throw translatePostgresError(error);
           }
           await sleep(Math.random() * 5 * attempt);
@@ -200,7 +200,7 @@ export class PostgresExecutor implements SqlExecutor {
       await client.query(serializable ? 'begin isolation level serializable' : 'begin');
       const changes: number[] = [];
       for (const statement of statements) {
-        changes.push((await client.query(this.#config(statement))).rowCount ?? 0);
+        changes.push((await this.#prepared(client, statement)).rowCount ?? 0);
       }
       await client.query('commit');
       client.release();
@@ -217,6 +217,27 @@ export class PostgresExecutor implements SqlExecutor {
         }
       }
       throw error;
+    }
+  }
+
+  /**
+   * Runs a query as a named prepared statement. When a migration run by another instance has
+   * changed a table under it, PostgreSQL refuses the old plan ("cached plan must not change
+   * result type", 0A000) on the connections that prepared it; the query is then prepared
+   * again under a new name, once, and runs.
+   */
+  async #prepared(
+    runner: pg.Pool | pg.PoolClient,
+    query: CompiledQuery,
+  ): Promise<pg.QueryResult<pg.QueryResultRow>> {
+    try {
+      return await runner.query(this.#config(query));
+    } catch (error) {
+      if ((error as { code?: string }).code !== '0A000') throw error;
+      this.#statementNames.delete(query.sql);
+      // Inside a transaction the failure has aborted it; the caller's retry starts it over.
+      if (runner !== this.#pool) throw error;
+      return runner.query(this.#config(query));
     }
   }
 

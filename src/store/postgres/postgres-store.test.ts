@@ -170,6 +170,31 @@ describe('PostgreSQL store', { skip }, () => {
     });
   });
 
+  describe('a table changed by another instance', () => {
+    it('prepares the queries of this instance again instead of failing', async () => {
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      const client = new pg.Client(POSTGRES_URL);
+      await client.connect();
+      try {
+        await store.applications.insertApplication(applicationRecord('before'));
+        // Prepare `select *` on every pooled connection the store has.
+        await Promise.all(
+          Array.from({ length: 12 }, () => store.applications.findApplication('before')),
+        );
+        // A newer version of Tessera, migrating: the result type of `select *` changes.
+        await client.query(`alter table ${store.schema}.applications add column later text`);
+        const found = await Promise.all(
+          Array.from({ length: 12 }, () => store.applications.findApplication('before')),
+        );
+        assert.ok(found.every((record) => record?.clientId === 'before'));
+      } finally {
+        await client.end();
+        await store.close();
+      }
+    });
+  });
+
   describe('unreachable database', () => {
     it('fails ping and queries with StoreUnavailableError, not a hang', async () => {
       const unreachable = new URL(POSTGRES_URL);
