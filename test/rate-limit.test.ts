@@ -9,7 +9,9 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { openRateLimitRedis } from '../src/http/rate-limit.js';
+import { loadConfig } from '../src/config.js';
+import { DEFAULT_REDIS_PREFIX, openRateLimitRedis } from '../src/http/rate-limit.js';
+import { startServer } from '../src/server.js';
 import { buildTestApp, call, problemOf, type TestContext } from './helpers.js';
 import { REDIS_TEST_URL, skipWithoutRedis } from './redis.js';
 import { freePort } from './server-process.js';
@@ -180,5 +182,46 @@ describe('rate limits while Redis is unreachable', { skip }, () => {
       assert.equal((await call(ctx, 'GET', '/applications', { key })).statusCode, 200);
     }
     problemOf(await call(ctx, 'GET', '/applications', { key }), 429);
+  });
+});
+
+describe('REDIS_URL, as the server reads it', { skip }, () => {
+  it('makes the server count in Redis: the fourth request of three allowed is a 429', async () => {
+    const key = `tsr_${randomBytes(32).toString('base64url')}`;
+    const app = await startServer(
+      loadConfig({
+        DATABASE_URL: 'sqlite::memory:',
+        PORT: '0',
+        REDIS_URL: REDIS_TEST_URL,
+        IAM_RATE_LIMIT_PER_MINUTE: '3',
+        IAM_BOOTSTRAP_API_KEY: key,
+        LOG_LEVEL: 'silent',
+      }),
+    );
+    const redis = openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }));
+    try {
+      const { port } = app.server.address() as { port: number };
+      const get = (path: string) =>
+        fetch(`http://127.0.0.1:${port}/iam/api/v1${path}`, {
+          headers: { authorization: `apikey ${key}` },
+        });
+      const listed = await get('/api-keys');
+      assert.equal(listed.status, 200);
+      const { items } = (await listed.json()) as { items: { id: string }[] };
+      const statuses: number[] = [];
+      for (let request = 0; request < 3; request += 1) {
+        const response = await get('/applications');
+        statuses.push(response.status);
+        await response.arrayBuffer();
+      }
+      assert.deepEqual(statuses, [200, 200, 429]);
+      await until(() => redis.status === 'ready', 'Redis is connected');
+      const counter = `${DEFAULT_REDIS_PREFIX}${items[0]!.id}`;
+      assert.equal(await redis.get(counter), '4', 'the key’s counter is in Redis');
+      await redis.del(counter);
+    } finally {
+      await app.close();
+      redis.disconnect();
+    }
   });
 });
