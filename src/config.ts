@@ -59,6 +59,26 @@ const Environment = Type.Object({
       description: 'a whole number of milliseconds from 1 to 999999',
     }),
   ),
+  IAM_TOKEN_ALG: Type.Optional(
+    Type.Unsafe<'ES256' | 'EdDSA' | 'RS256'>({
+      type: 'string',
+      enum: ['ES256', 'EdDSA', 'RS256'],
+      description: 'ES256, EdDSA or RS256',
+    }),
+  ),
+  IAM_ISSUER: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*[^/?#\\s])?$',
+      description: 'an http(s) URL without query, fragment or trailing slash',
+    }),
+  ),
+  IAM_ALLOW_INSECURE_JWKS: Type.Optional(
+    Type.Unsafe<'true' | 'false'>({
+      type: 'string',
+      enum: ['true', 'false'],
+      description: 'true or false',
+    }),
+  ),
 });
 
 type Environment = Static<typeof Environment>;
@@ -126,7 +146,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     logLevel: vars.LOG_LEVEL ?? 'info',
     rateLimitPerMinute: Number(vars.IAM_RATE_LIMIT_PER_MINUTE ?? 60_000),
     trustProxy: vars.IAM_TRUST_PROXY === 'true',
+    tokens: {
+      algorithm: vars.IAM_TOKEN_ALG ?? 'ES256',
+      issuer: vars.IAM_ISSUER ?? `http://${hostForUrl(vars.HOST ?? '127.0.0.1')}:${port}`,
+      allowInsecureJwks: vars.IAM_ALLOW_INSECURE_JWKS === 'true',
+    },
   };
+}
+
+/** An IPv6 listen address goes in brackets in a URL. */
+function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
 /** `sqlite:<path>`, `sqlite:///abs/path`, `sqlite::memory:`, `postgres://…`, `postgresql://…`. */
