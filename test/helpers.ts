@@ -8,6 +8,7 @@ import pino from 'pino';
 import { API_PREFIX, buildApp, createServices, type Services } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
+import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
 import { ROLES, type Role } from '../src/roles.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
@@ -64,6 +65,7 @@ export async function buildTestApp(
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
+    tokens?: Partial<TokenSettings>;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -81,7 +83,17 @@ export async function buildTestApp(
       },
     }),
   );
-  const services = createServices({ store, clock, log: logger });
+  const services = createServices({
+    store,
+    clock,
+    log: logger,
+    tokens: {
+      algorithm: 'ES256',
+      issuer: 'https://iam.example.test',
+      allowInsecureJwks: false,
+      ...options.tokens,
+    },
+  });
   const app = await buildApp({
     store,
     services,

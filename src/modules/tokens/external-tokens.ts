@@ -374,8 +374,12 @@ function classifyVerificationError(error: unknown, entry: ValidationEntry): Chec
       return fail('issuer', 'The token\'s "iss" does not match the entry.');
     return fail('claims', `The "${error.claim}" claim is not valid: ${error.message}.`);
   }
-  if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) {
+  if (error instanceof errors.JOSEAlgNotAllowed) {
     return fail('algorithm', `The token's algorithm is not accepted: ${error.message}.`);
+  }
+  if (error instanceof errors.JOSENotSupported) {
+    // The algorithm passed checkAlgorithm already: this is an unknown `crit` extension or the like.
+    return fail('format', `The token uses something Tessera does not support: ${error.message}.`);
   }
   if (error instanceof errors.JOSEError) {
     return fail('format', `The token is not valid: ${error.message}.`);
