@@ -238,6 +238,59 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
     assert.equal(payload.client_id, 'notes');
   });
 
+  describe('the dry run (POST /applications/:client_id/external-tokens/validate)', () => {
+    const validate = (clientId: string, token: string) =>
+      call(ctx, 'POST', `/applications/${clientId}/external-tokens/validate`, { body: { token } });
+
+    it('shows what first login would register, and registers nobody', async () => {
+      provider.accounts.set('newcomer', {
+        sub: 'newcomer-1',
+        email: 'new@example.com',
+        name: 'New Comer',
+        locale: 'fr-CA',
+      });
+      const token = await provider.signIn('newcomer');
+      const response = await validate('notes', token);
+      assert.equal(response.statusCode, 200, response.body);
+      const report = response.json<Record<string, unknown>>();
+      assert.equal(report.valid, true);
+      assert.equal(report.failed_check, null);
+      assert.equal(report.provider, 'google_oauth2');
+      assert.deepEqual(report.user, { provider: 'google_oauth2', identifier: 'newcomer-1' });
+      assert.equal(report.user_exists, false);
+      assert.deepEqual(report.new_user, {
+        name: 'New Comer',
+        email: 'new@example.com',
+        locale: 'fr-CA',
+        avatar: null,
+      });
+      assert.equal((report.header as Record<string, unknown>).kid, 'rsa-1');
+      assert.equal((report.claims as Record<string, unknown>).sub, 'newcomer-1');
+      assert.equal(
+        (await call(ctx, 'GET', '/applications/notes/users/google_oauth2/newcomer-1')).statusCode,
+        404,
+      );
+    });
+
+    it('says an internal application would refuse an unknown user', async () => {
+      const report = (await validate('notes-internal', await provider.signIn('newcomer'))).json<
+        Record<string, unknown>
+      >();
+      assert.equal(report.valid, false);
+      assert.equal(report.failed_check, 'user');
+      assert.equal(report.user_exists, false);
+    });
+
+    it('finds an existing user', async () => {
+      const report = (await validate('notes-internal', await provider.signIn('ada'))).json<
+        Record<string, unknown>
+      >();
+      assert.equal(report.valid, true);
+      assert.equal(report.user_exists, true);
+      assert.equal(report.new_user, null);
+    });
+  });
+
   describe('forged and broken tokens: every one refused, nothing created', () => {
     let attacker: JWK;
     let attackerPublic: JWK;
