@@ -223,7 +223,7 @@ function findEntry(
 }
 
 /** The entry's members, checked: a broken entry is a configuration problem, named as such. */
-function readEntry(
+export function readEntry(
   provider: string,
   raw: Record<string, unknown>,
   policy: OutboundPolicy,
