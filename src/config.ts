@@ -8,6 +8,12 @@ import { POSTGRES_DEFAULTS } from './store/postgres/postgres-store.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const BooleanText = Type.Unsafe<'true' | 'false'>({
+  type: 'string',
+  enum: ['true', 'false'],
+  description: 'true or false',
+});
+
 const Environment = Type.Object({
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$', description: 'a TCP port, 0–65535' })),
   HOST: Type.Optional(Type.String({ minLength: 1, description: 'a listen address' })),
@@ -36,13 +42,7 @@ const Environment = Type.Object({
       description: 'a whole number of requests per minute per API key (0 turns the limit off)',
     }),
   ),
-  IAM_TRUST_PROXY: Type.Optional(
-    Type.Unsafe<'true' | 'false'>({
-      type: 'string',
-      enum: ['true', 'false'],
-      description: 'true or false',
-    }),
-  ),
+  IAM_TRUST_PROXY: Type.Optional(BooleanText),
   IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
   IAM_DB_POOL_SIZE: Type.Optional(
     Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'a whole number from 1 to 999' }),
@@ -72,13 +72,7 @@ const Environment = Type.Object({
       description: 'an http(s) URL without query, fragment or trailing slash',
     }),
   ),
-  IAM_ALLOW_INSECURE_JWKS: Type.Optional(
-    Type.Unsafe<'true' | 'false'>({
-      type: 'string',
-      enum: ['true', 'false'],
-      description: 'true or false',
-    }),
-  ),
+  IAM_ALLOW_INSECURE_JWKS: Type.Optional(BooleanText),
 });
 
 type Environment = Static<typeof Environment>;

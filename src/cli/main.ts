@@ -72,6 +72,17 @@ function servicesFor(store: Store) {
   });
 }
 
+/** The options of a command whose only option is --json. */
+function parseJsonFlag(args: string[]): { json: boolean } {
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: false,
+  });
+  return values;
+}
+
 function describeSigningKey(key: SigningKeyStatus) {
   const at = (epochMillis: number | null) =>
     epochMillis === null ? null : new Date(epochMillis).toISOString();
@@ -87,12 +98,7 @@ function describeSigningKey(key: SigningKeyStatus) {
 }
 
 async function rotateSigningKey(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { json: { type: 'boolean', default: false } },
-    strict: true,
-    allowPositionals: false,
-  });
+  const values = parseJsonFlag(args);
   const added = await withStore((store) => servicesFor(store).signingKeys.rotate());
   const summary = {
     kid: added.kid,
@@ -110,12 +116,7 @@ async function rotateSigningKey(args: string[]): Promise<void> {
 }
 
 async function listSigningKeys(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { json: { type: 'boolean', default: false } },
-    strict: true,
-    allowPositionals: false,
-  });
+  const values = parseJsonFlag(args);
   const keys = (await withStore((store) => servicesFor(store).signingKeys.listSigningKeys())).map(
     describeSigningKey,
   );
@@ -195,12 +196,7 @@ async function createKey(args: string[]): Promise<void> {
 }
 
 async function listKeys(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { json: { type: 'boolean', default: false } },
-    strict: true,
-    allowPositionals: false,
-  });
+  const values = parseJsonFlag(args);
   const keys = await withStore(async (store) => {
     const apiKeys = servicesFor(store).apiKeys;
     const all = [];
