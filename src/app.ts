@@ -28,6 +28,13 @@ import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
+import { AccessTokens } from './modules/tokens/access-tokens.service.js';
+import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
+import { registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
+import { SigningKeys } from './modules/tokens/signing-keys.service.js';
+import { TokenExchange } from './modules/tokens/token-exchange.service.js';
+import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
+import { registerTokenRoutes } from './modules/tokens/tokens.routes.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
 import { UsersService } from './modules/users/users.service.js';
 import { problem } from './problems.js';
@@ -48,23 +55,40 @@ export interface Services {
   applications: ApplicationsService;
   users: UsersService;
   apiKeys: ApiKeysService;
+  signingKeys: SigningKeys;
+  accessTokens: AccessTokens;
+  tokenExchange: TokenExchange;
 }
 
 export function createServices(deps: {
   store: Store;
   clock: Clock;
   log: FastifyBaseLogger;
+  tokens?: TokenSettings;
 }): Services {
   const { store, clock, log } = deps;
+  const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
   const authenticator = new ApiKeyAuthenticator(
     { store, clock },
     { onTouchFailed: (error) => log.warn({ err: error }, 'could not record an API key use') },
   );
+  const users = new UsersService({ store, clock });
+  const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm });
+  const accessTokens = new AccessTokens({ store, clock, signingKeys, issuer: tokens.issuer });
+  const verifier = new ExternalTokenVerifier({
+    clock,
+    policy: { allowInsecure: tokens.allowInsecureJwks },
+    ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
+    ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
+  });
   return {
     authenticator,
     applications: new ApplicationsService({ store, clock }),
-    users: new UsersService({ store, clock }),
+    users,
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
+    signingKeys,
+    accessTokens,
+    tokenExchange: new TokenExchange({ store, clock, verifier, accessTokens, users }),
   };
 }
 
@@ -169,6 +193,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'users', description: "An application's users" },
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
       ],
     },
   });
@@ -185,6 +210,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
+  registerOAuthRoutes(app, services);
 
   const cursors = new CursorCodec(
     await store.settings.getOrCreateSetting('cursor-secret', randomBytes(32).toString('base64url')),
@@ -203,6 +229,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerApplicationRoutes(scope, { applications: services.applications, cursors });
       registerUserRoutes(scope, { users: services.users, cursors });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
+      registerTokenRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );

@@ -42,7 +42,24 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
   });
   await store.migrate();
-  const services = createServices({ store, clock: systemClock, log: logger });
+  const services = createServices({
+    store,
+    clock: systemClock,
+    log: logger,
+    tokens: config.tokens,
+  });
+  if (config.tokens.allowInsecureJwks) {
+    logger.warn(
+      'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
+    );
+  }
+  const addedKey = await services.signingKeys.ensureSigningKey();
+  if (addedKey !== null) {
+    logger.info(
+      { kid: addedKey.kid, algorithm: addedKey.algorithm },
+      'created a token signing key',
+    );
+  }
   await prepareAccess({
     apiKeys: services.apiKeys,
     bootstrapApiKey: config.bootstrapApiKey,

@@ -148,6 +148,20 @@ const ROUTES: RouteRow[] = [
     request: () => ({ path: `/api-keys/${MISSING_KEY_ID}` }),
     restricted: 'served',
   },
+  {
+    method: 'POST',
+    path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
+    role: 'tokens:write',
+    request: () => ({ path: `${USER}/tokens` }),
+    restricted: 'forbidden',
+  },
+  {
+    method: 'POST',
+    path: '/applications/{client_id}/external-tokens/validate',
+    role: 'applications:read',
+    request: () => ({ path: '/applications/a/external-tokens/validate', body: { token: 'x.y.z' } }),
+    restricted: 'forbidden',
+  },
 ];
 
 const label = (row: RouteRow) => `${row.method} ${row.path}`;

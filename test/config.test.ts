@@ -112,3 +112,43 @@ describe('loadConfig', () => {
     );
   });
 });
+
+describe('loadConfig: access tokens (SPEC §7)', () => {
+  it('defaults to ES256, the listen address as issuer, and the SSRF fence on', () => {
+    assert.deepEqual(loadConfig({}).tokens, {
+      algorithm: 'ES256',
+      issuer: 'http://127.0.0.1:8080',
+      allowInsecureJwks: false,
+    });
+    assert.equal(loadConfig({ HOST: '::1', PORT: '9000' }).tokens.issuer, 'http://[::1]:9000');
+  });
+
+  it('reads IAM_TOKEN_ALG, IAM_ISSUER and IAM_ALLOW_INSECURE_JWKS', () => {
+    const config = loadConfig({
+      IAM_TOKEN_ALG: 'EdDSA',
+      IAM_ISSUER: 'https://id.example.com/tessera',
+      IAM_ALLOW_INSECURE_JWKS: 'true',
+    });
+    assert.deepEqual(config.tokens, {
+      algorithm: 'EdDSA',
+      issuer: 'https://id.example.com/tessera',
+      allowInsecureJwks: true,
+    });
+  });
+
+  for (const [name, value] of [
+    ['IAM_TOKEN_ALG', 'HS256'],
+    ['IAM_TOKEN_ALG', 'none'],
+    ['IAM_ISSUER', 'https://id.example.com/'],
+    ['IAM_ISSUER', 'https://id.example.com?x=1'],
+    ['IAM_ISSUER', 'ftp://id.example.com'],
+    ['IAM_ALLOW_INSECURE_JWKS', 'yes'],
+  ] as const) {
+    it(`refuses ${name}=${value}, naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: Error) => error instanceof ConfigError && error.message.includes(name),
+      );
+    });
+  }
+});

@@ -16,6 +16,7 @@ import {
 } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
+import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
 import { ROLES, type Role } from '../src/roles.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
@@ -97,6 +98,7 @@ export async function buildTestApp(
     clock?: TestClock;
     logLevel?: string;
     timeouts?: AppOptions['timeouts'];
+    tokens?: Partial<TokenSettings>;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -115,7 +117,17 @@ export async function buildTestApp(
       },
     }),
   );
-  const services = createServices({ store, clock, log: logger });
+  const services = createServices({
+    store,
+    clock,
+    log: logger,
+    tokens: {
+      algorithm: 'ES256',
+      issuer: 'https://iam.example.test',
+      allowInsecureJwks: false,
+      ...options.tokens,
+    },
+  });
   const app = await buildApp({
     store,
     services,
