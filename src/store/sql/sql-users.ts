@@ -10,11 +10,25 @@ import type { SqlExecutor } from './sql-executor.js';
 import { normalizeEmail, toUserRecord, toUserRow } from './rows.js';
 import { encodeUserKey, providerKeyRange } from './tables.js';
 
+// Rows per INSERT statement: 14 parameters a row stays below SQLite's limit of 32,766 bound
+// parameters and PostgreSQL's of 65,535.
+const ROWS_PER_INSERT = 1000;
+
 export class SqlUserRepository implements UserRepository {
   constructor(private readonly sql: SqlExecutor) {}
 
   async insertUser(user: UserRecord): Promise<void> {
     await this.sql.write([this.sql.db.insertInto('users').values(toUserRow(user)).compile()]);
+  }
+
+  async insertUsers(users: readonly UserRecord[]): Promise<void> {
+    if (users.length === 0) return;
+    const statements = [];
+    for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
+      const rows = users.slice(start, start + ROWS_PER_INSERT).map(toUserRow);
+      statements.push(this.sql.db.insertInto('users').values(rows).compile());
+    }
+    await this.sql.write(statements);
   }
 
   async findUser(identity: UserIdentity): Promise<UserRecord | undefined> {
