@@ -1,6 +1,7 @@
 // SPEC §5: "Revocation takes effect on every instance within 1 second." Two instances on one
-// SQLite file (a running server and `tessera keys revoke`, say): the one that did not revoke
-// trusts its cached lookup for at most 500 ms of its clock, then refuses the key.
+// database (a running server and `tessera keys revoke`, say; one SQLite file, or one
+// PostgreSQL schema in the PostgreSQL pass): the one that did not revoke trusts its cached
+// lookup for at most 500 ms of its clock, then refuses the key.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,23 +12,36 @@ import pino from 'pino';
 import { createServices } from '../src/app.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
-import { buildTestApp, call, TestClock, type TestContext } from './helpers.js';
+import { buildTestApp, call, TEST_STORE, TestClock, type TestContext } from './helpers.js';
+import { createTestSchema, dropSchema, openTestPostgresStore } from './postgres.js';
+
+/** Opens one more instance's store on the database `directory` or a new schema names. */
+async function sharedDatabase(directory: string) {
+  if (TEST_STORE === 'sqlite') {
+    const path = join(directory, 'tessera.db');
+    return { open: () => Promise.resolve(openSqliteStore({ path })), drop: async () => {} };
+  }
+  const schema = await createTestSchema();
+  return { open: () => openTestPostgresStore({ schema }), drop: () => dropSchema(schema) };
+}
 
 describe('revoking a key through another instance', () => {
   const directory = mkdtempSync(join(tmpdir(), 'tessera-revoke-'));
-  const path = join(directory, 'tessera.db');
+  let database: Awaited<ReturnType<typeof sharedDatabase>>;
   let server: TestContext;
   let other: Store;
 
   before(async () => {
-    server = await buildTestApp({ store: openSqliteStore({ path }), clock: new TestClock() });
-    other = openSqliteStore({ path });
+    database = await sharedDatabase(directory);
+    server = await buildTestApp({ store: await database.open(), clock: new TestClock() });
+    other = await database.open();
     await other.migrate();
   });
 
   after(async () => {
     await server.close();
     await other.close();
+    await database.drop();
     rmSync(directory, { recursive: true, force: true });
   });
 

@@ -19,13 +19,16 @@ export function describeLifecycleContract(ctx: ContractContext): void {
 
     it('settles writes started before close by the time close resolves', async () => {
       const settled: string[] = [];
+      // Written first, so the refusal below does not depend on which of two concurrent
+      // writes of one key lands first (PostgreSQL runs them on different connections).
+      await ctx.store.applications.insertApplication(applicationRecord('existing'));
       const writes = [
         ctx.store.applications.insertApplication(applicationRecord('a')),
         ctx.store.applications.insertApplication(applicationRecord('b')),
         ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(1))),
       ].map((write, index) => write.then(() => settled.push(`write ${index}`)));
       const refused = ctx.store.applications
-        .insertApplication(applicationRecord('a'))
+        .insertApplication(applicationRecord('existing'))
         .catch((error: unknown) => settled.push(`refused: ${(error as Error).name}`));
       // A read-after-write: it must complete, not fail on a released database.
       const setting = ctx.store.settings.getOrCreateSetting('name', 'value');

@@ -3,6 +3,7 @@ import {
   type CompiledQuery,
   DummyDriver,
   Kysely,
+  type Migration,
   PostgresAdapter,
   PostgresDialect,
   PostgresIntrospector,
@@ -37,6 +38,8 @@ export interface PostgresExecutorOptions {
   connection: pg.PoolConfig;
   /** Told about errors of idle pooled connections (the pool discards them itself). */
   onIdleError?: (error: Error) => void;
+  /** The migrations to apply; postgresMigrations unless a test says otherwise. */
+  migrations?: Record<string, Migration>;
 }
 
 // BIGINT (epoch milliseconds, counts) as a JavaScript number: every such value here is far
@@ -60,6 +63,7 @@ export class PostgresExecutor implements SqlExecutor {
   readonly flavor = postgresFlavor;
   readonly #pool: pg.Pool;
   readonly #connection: pg.PoolConfig;
+  readonly #migrations: Record<string, Migration>;
   readonly #statementNames = new Map<string, string>();
   #nextStatement = 0;
   #inFlight = 0;
@@ -68,6 +72,7 @@ export class PostgresExecutor implements SqlExecutor {
 
   constructor(options: PostgresExecutorOptions) {
     this.#connection = { ...options.connection, types };
+    this.#migrations = options.migrations ?? postgresMigrations;
     this.#pool = new pg.Pool(this.#connection);
     // An idle client whose connection dies emits here; without a listener the process would
     // crash. The pool has already dropped the client; the next query opens a new one.
@@ -85,8 +90,7 @@ export class PostgresExecutor implements SqlExecutor {
   select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
     return this.#track(async () => {
       try {
-        const result = await this.#pool.query<Row & pg.QueryResultRow>(this.#config(query));
-        return result.rows;
+        return (await this.#prepared(this.#pool, query)).rows as Row[];
       } catch (error) {
         throw translatePostgresError(error);
       }
@@ -98,7 +102,7 @@ export class PostgresExecutor implements SqlExecutor {
       const [only] = statements;
       if (statements.length === 1 && only !== undefined && options.serializable !== true) {
         try {
-          return [(await this.#pool.query(this.#config(only))).rowCount ?? 0];
+          return [(await this.#prepared(this.#pool, only)).rowCount ?? 0];
         } catch (error) {
           throw translatePostgresError(error);
         }
@@ -107,7 +111,8 @@ export class PostgresExecutor implements SqlExecutor {
         try {
           return await this.#transaction(statements, options.serializable === true);
         } catch (error) {
-          if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) {
+          const replanned = (error as { code?: string }).code === '0A000';
+          if (!(isRetryable(error) || replanned) || attempt === TRANSACTION_ATTEMPTS) {
             throw translatePostgresError(error);
           }
           await sleep(Math.random() * 5 * attempt);
@@ -157,7 +162,7 @@ export class PostgresExecutor implements SqlExecutor {
       );
       const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
       const db = new Kysely<unknown>({ dialect: new SingleClientDialect(client) });
-      await migrateToLatest(db, postgresMigrations, {
+      await migrateToLatest(db, this.#migrations, {
         disableTransactions: true,
         ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
       });
@@ -195,7 +200,7 @@ export class PostgresExecutor implements SqlExecutor {
       await client.query(serializable ? 'begin isolation level serializable' : 'begin');
       const changes: number[] = [];
       for (const statement of statements) {
-        changes.push((await client.query(this.#config(statement))).rowCount ?? 0);
+        changes.push((await this.#prepared(client, statement)).rowCount ?? 0);
       }
       await client.query('commit');
       client.release();
@@ -212,6 +217,27 @@ export class PostgresExecutor implements SqlExecutor {
         }
       }
       throw error;
+    }
+  }
+
+  /**
+   * Runs a query as a named prepared statement. When a migration run by another instance has
+   * changed a table under it, PostgreSQL refuses the old plan ("cached plan must not change
+   * result type", 0A000) on the connections that prepared it; the query is then prepared
+   * again under a new name, once, and runs.
+   */
+  async #prepared(
+    runner: pg.Pool | pg.PoolClient,
+    query: CompiledQuery,
+  ): Promise<pg.QueryResult<pg.QueryResultRow>> {
+    try {
+      return await runner.query(this.#config(query));
+    } catch (error) {
+      if ((error as { code?: string }).code !== '0A000') throw error;
+      this.#statementNames.delete(query.sql);
+      // Inside a transaction the failure has aborted it; the caller's retry starts it over.
+      if (runner !== this.#pool) throw error;
+      return runner.query(this.#config(query));
     }
   }
 

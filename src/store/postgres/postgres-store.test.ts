@@ -1,9 +1,264 @@
-import { describe } from 'node:test';
-import { openTestPostgresStore, skipWithoutPostgres } from '../../../test/postgres.js';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import {
+  POSTGRES_URL,
+  createTestSchema,
+  dropSchema,
+  openTestPostgresStore,
+  skipWithoutPostgres,
+} from '../../../test/postgres.js';
+import { DuplicateError, MissingParentError, StoreUnavailableError } from '../errors.js';
+import { applicationRecord, userRecord } from '../contract/fixtures.js';
 import { describeStoreContract } from '../store.contract.js';
+import { translatePostgresError } from './postgres-errors.js';
+import { postgresMigrations } from './postgres-migrations.js';
+import { openPostgresStore } from './postgres-store.js';
 
 const skip = await skipWithoutPostgres();
 
 describe('PostgreSQL store', { skip }, () => {
   describeStoreContract('PostgreSQL', () => openTestPostgresStore());
+
+  describe('migrations', () => {
+    let client: pg.Client;
+    before(async () => {
+      client = new pg.Client(POSTGRES_URL);
+      await client.connect();
+    });
+    after(() => client.end());
+
+    async function tablesIn(schema: string): Promise<string[]> {
+      const { rows } = await client.query<{ name: string }>(
+        `select table_name as name from information_schema.tables
+          where table_schema = $1 order by table_name`,
+        [schema],
+      );
+      return rows.map((row) => row.name);
+    }
+
+    it('serialises six processes migrating one empty schema at once; each sees it done', async () => {
+      const schema = await createTestSchema();
+      const stores = await Promise.all(
+        Array.from({ length: 6 }, () => openTestPostgresStore({ schema })),
+      );
+      try {
+        await Promise.all(stores.map((store) => store.migrate()));
+        assert.deepEqual(await tablesIn(schema), [
+          'api_keys',
+          'applications',
+          'kysely_migration',
+          'kysely_migration_lock',
+          'settings',
+          'tessera_migration_lock',
+          'users',
+        ]);
+        const { rows } = await client.query(`select name from ${schema}.kysely_migration`);
+        assert.deepEqual(
+          rows.map((row: { name: string }) => row.name),
+          Object.keys(postgresMigrations),
+        );
+        // Every one of them can use the schema at once.
+        await stores[0]!.applications.insertApplication(applicationRecord('after-race'));
+        for (const store of stores) {
+          assert.equal(
+            (await store.applications.findApplication('after-race'))?.clientId,
+            'after-race',
+          );
+        }
+      } finally {
+        await Promise.all(stores.map((store) => store.close()));
+        await dropSchema(schema);
+      }
+    });
+
+    it('leaves nothing behind when a migration fails half way', async () => {
+      const schema = await createTestSchema();
+      const store = await openTestPostgresStore({
+        schema,
+        migrations: {
+          ...postgresMigrations,
+          '0002_broken': {
+            async up(db) {
+              await db.schema.createTable('half_done').addColumn('id', 'integer').execute();
+              await sql`select * from a_table_that_does_not_exist`.execute(db);
+            },
+          },
+        },
+      });
+      try {
+        await assert.rejects(store.migrate());
+        // Neither 0001 nor the first half of 0002: the run was one transaction.
+        assert.deepEqual(await tablesIn(schema), ['tessera_migration_lock']);
+        // The intact migrations then apply cleanly.
+        const fixed = await openTestPostgresStore({ schema });
+        await fixed.migrate();
+        await fixed.applications.insertApplication(applicationRecord('works'));
+        await fixed.close();
+        assert.ok((await tablesIn(schema)).includes('applications'));
+        assert.ok(!(await tablesIn(schema)).includes('half_done'));
+      } finally {
+        await store.close();
+        await dropSchema(schema);
+      }
+    });
+  });
+
+  describe('keyset pages', () => {
+    const queries: string[] = [];
+    const originalQuery = pg.Pool.prototype.query;
+    let store: Awaited<ReturnType<typeof openTestPostgresStore>>;
+    let client: pg.Client;
+
+    before(async () => {
+      store = await openTestPostgresStore();
+      await store.migrate();
+      client = new pg.Client(POSTGRES_URL);
+      await client.connect();
+      await client.query(`set search_path = ${store.schema}`);
+      await store.applications.insertApplication(applicationRecord('big'));
+      await store.applications.insertApplication(applicationRecord('other'));
+      // 20,000 users in two applications, written in bulk, then analysed as in production.
+      for (const application of ['big', 'other']) {
+        await client.query(
+          `insert into users (application, user_key, provider, identifier, name, email,
+             email_normalized, locale, roles, scopes, created_at, updated_at, etag)
+           select $1, 'google_oauth2' || chr(31) || lpad(n::text, 8, '0'), 'google_oauth2',
+                  lpad(n::text, 8, '0'), 'User', 'u@example.com', 'u@example.com', 'en',
+                  '[]', '[]', 0, 0, 'e'
+             from generate_series(1, 10000) as n`,
+          [application],
+        );
+      }
+      await client.query('analyze users');
+      // Record the SQL the store actually sends.
+      pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
+        const [config] = args;
+        if (typeof config === 'object' && config !== null && 'text' in config) {
+          queries.push((config as { text: string }).text);
+        }
+        return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof originalQuery;
+    });
+
+    after(async () => {
+      pg.Pool.prototype.query = originalQuery;
+      await client.end();
+      await store.close();
+    });
+
+    it('walks the primary key from the position: `application = ? AND user_key > ?`', async () => {
+      queries.length = 0;
+      const page = await store.users.listUsers(
+        { clientId: 'big', provider: null, email: null, role: null, scope: null },
+        { after: { provider: 'google_oauth2', identifier: '00009000' }, limit: 100 },
+      );
+      assert.equal(page.length, 100);
+      assert.equal(page[0]?.identifier, '00009001');
+      const [text] = queries;
+      assert.ok(text !== undefined);
+      const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+        `explain (format json) ${text}`,
+        ['big', `google_oauth2\u001f00009000`, 100],
+      );
+      const plan = JSON.stringify(rows[0]?.['QUERY PLAN']);
+      // An index range on both key columns, not a filter over the application's rows.
+      assert.match(plan, /"Index Name":"users_pkey"/);
+      assert.match(plan, /"Index Cond":"\(\(application = 'big'::text\) AND \(user_key > /);
+      assert.doesNotMatch(plan, /"Node Type":"Sort"/);
+    });
+  });
+
+  describe('a table changed by another instance', () => {
+    it('prepares the queries of this instance again instead of failing', async () => {
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      const client = new pg.Client(POSTGRES_URL);
+      await client.connect();
+      try {
+        await store.applications.insertApplication(applicationRecord('before'));
+        // Prepare `select *` on every pooled connection the store has.
+        await Promise.all(
+          Array.from({ length: 12 }, () => store.applications.findApplication('before')),
+        );
+        // A newer version of Tessera, migrating: the result type of `select *` changes.
+        await client.query(`alter table ${store.schema}.applications add column later text`);
+        const found = await Promise.all(
+          Array.from({ length: 12 }, () => store.applications.findApplication('before')),
+        );
+        assert.ok(found.every((record) => record?.clientId === 'before'));
+      } finally {
+        await client.end();
+        await store.close();
+      }
+    });
+  });
+
+  describe('unreachable database', () => {
+    it('fails ping and queries with StoreUnavailableError, not a hang', async () => {
+      const unreachable = new URL(POSTGRES_URL);
+      unreachable.port = '1';
+      const store = openPostgresStore({ url: unreachable.toString(), connectTimeoutMs: 500 });
+      try {
+        await assert.rejects(store.ping(), StoreUnavailableError);
+        await assert.rejects(store.applications.findApplication('x'), StoreUnavailableError);
+        await assert.rejects(
+          store.applications.insertApplication(applicationRecord('x')),
+          StoreUnavailableError,
+        );
+        await assert.rejects(store.migrate(), StoreUnavailableError);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses further work once closed', async () => {
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      await store.close();
+      await assert.rejects(store.applications.findApplication('x'), StoreUnavailableError);
+    });
+  });
+
+  describe('error translation', () => {
+    const cases: [string, Record<string, unknown>, string, string?][] = [
+      ['unique violation', { code: '23505' }, 'DuplicateError'],
+      ['foreign key violation', { code: '23503' }, 'MissingParentError'],
+      ['read-only transaction', { code: '25006' }, 'StoreUnavailableError', 'writes'],
+      ['disk full', { code: '53100' }, 'StoreUnavailableError', 'writes'],
+      ['too many connections', { code: '53300' }, 'StoreUnavailableError', 'all'],
+      ['statement timeout', { code: '57014' }, 'StoreUnavailableError', 'all'],
+      ['administrator shutdown', { code: '57P01' }, 'StoreUnavailableError', 'all'],
+      ['connection failure', { code: '08006' }, 'StoreUnavailableError', 'all'],
+      ['serialization failure', { code: '40001' }, 'StoreUnavailableError', 'all'],
+      ['refused connection', { code: 'ECONNREFUSED' }, 'StoreUnavailableError', 'all'],
+      ['syntax error', { code: '42601' }, 'Error'],
+    ];
+    for (const [name, fields, expected, scope] of cases) {
+      it(`translates a ${name} into ${expected}${scope ? ` (${scope})` : ''}`, () => {
+        const translated = translatePostgresError(Object.assign(new Error(name), fields)) as Error;
+        assert.equal(translated.name, expected);
+        if (scope !== undefined) assert.equal((translated as StoreUnavailableError).scope, scope);
+      });
+    }
+
+    it('keeps DuplicateError and MissingParentError distinct on real statements', async () => {
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      try {
+        await store.applications.insertApplication(applicationRecord('a'));
+        await assert.rejects(
+          store.applications.insertApplication(applicationRecord('a')),
+          DuplicateError,
+        );
+        await assert.rejects(
+          store.users.insertUser(userRecord('missing', 'google_oauth2', 'x')),
+          MissingParentError,
+        );
+      } finally {
+        await store.close();
+      }
+    });
+  });
 });

@@ -1,3 +1,4 @@
+import type { Migration } from 'kysely';
 import { SqlStore } from '../sql/sql-store.js';
 import type { Store } from '../store.js';
 import { PostgresExecutor } from './postgres-executor.js';
@@ -15,6 +16,8 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number;
   /** Told about errors of idle pooled connections (logged; the pool replaces them). */
   onIdleError?: (error: Error) => void;
+  /** For tests of the migration machinery only. */
+  migrations?: Record<string, Migration>;
 }
 
 export const POSTGRES_DEFAULTS = {
@@ -46,6 +49,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
         ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
       },
       ...(options.onIdleError === undefined ? {} : { onIdleError: options.onIdleError }),
+      ...(options.migrations === undefined ? {} : { migrations: options.migrations }),
     }),
   );
 }
