@@ -6,11 +6,11 @@ import type {
   UserRecord,
   UserRepository,
 } from '../store.js';
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, Insertable, Updateable } from 'kysely';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
 import { type UserRow, normalizeEmail, toUserRecord, toUserRow } from './rows.js';
-import { encodeUserKey, providerKeyRange } from './tables.js';
+import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
 
 // Rows per INSERT statement: 14 parameters a row stays below SQLite's limit of 32,766 bound
 // parameters and PostgreSQL's of 65,535.
@@ -32,8 +32,46 @@ const USER_COLUMNS = [
   'etag',
 ] as const;
 
+/** Every column of a users row, in the order precompiled writes bind them. */
+const ROW_COLUMNS = [
+  'application',
+  'user_key',
+  'provider',
+  'identifier',
+  'name',
+  'avatar',
+  'email',
+  'email_normalized',
+  'locale',
+  'roles',
+  'scopes',
+  'created_at',
+  'updated_at',
+  'etag',
+] as const satisfies readonly (keyof UsersTable)[];
+
+/** The columns a replace changes: all but the identity and the creation time. */
+const CHANGED_COLUMNS = [
+  'name',
+  'avatar',
+  'email',
+  'email_normalized',
+  'locale',
+  'roles',
+  'scopes',
+  'updated_at',
+  'etag',
+] as const satisfies readonly (keyof UsersTable)[];
+
+/** `{ column: arg(i) }` for the columns, in order from `first`. */
+function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
+  return Object.fromEntries(columns.map((column, index) => [column, arg(first + index)]));
+}
+
 export class SqlUserRepository implements UserRepository {
   readonly #findUser;
+  readonly #insertUser;
+  readonly #replaceUser;
   readonly #pages = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
 
   constructor(private readonly sql: SqlExecutor) {
@@ -44,10 +82,24 @@ export class SqlUserRepository implements UserRepository {
         .where('application', '=', arg<string>(0))
         .where('user_key', '=', arg<string>(1)),
     );
+    this.#insertUser = precompile((arg) =>
+      sql.db
+        .insertInto('users')
+        .values(boundColumns(ROW_COLUMNS, arg) as unknown as Insertable<UsersTable>),
+    );
+    this.#replaceUser = precompile((arg) =>
+      sql.db
+        .updateTable('users')
+        .set(boundColumns(CHANGED_COLUMNS, arg) as Updateable<UsersTable>)
+        .where('application', '=', arg<string>(CHANGED_COLUMNS.length))
+        .where('user_key', '=', arg<string>(CHANGED_COLUMNS.length + 1))
+        .where('etag', '=', arg<string>(CHANGED_COLUMNS.length + 2)),
+    );
   }
 
   async insertUser(user: UserRecord): Promise<void> {
-    await this.sql.write([this.sql.db.insertInto('users').values(toUserRow(user)).compile()]);
+    const row = toUserRow(user);
+    await this.sql.write([this.#insertUser(...ROW_COLUMNS.map((column) => row[column]))]);
   }
 
   async insertUsers(users: readonly UserRecord[]): Promise<void> {
@@ -96,22 +148,14 @@ export class SqlUserRepository implements UserRepository {
   }
 
   async replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean> {
-    const {
-      application,
-      user_key: userKey,
-      provider: _provider,
-      identifier: _identifier,
-      created_at: _createdAt,
-      ...changes
-    } = toUserRow(next);
+    const row = toUserRow(next);
     const [changed] = await this.sql.write([
-      this.sql.db
-        .updateTable('users')
-        .set(changes)
-        .where('application', '=', application)
-        .where('user_key', '=', userKey)
-        .where('etag', '=', expectedEtag)
-        .compile(),
+      this.#replaceUser(
+        ...CHANGED_COLUMNS.map((column) => row[column]),
+        row.application,
+        row.user_key,
+        expectedEtag,
+      ),
     ]);
     return changed === 1;
   }
