@@ -71,6 +71,8 @@ interface Target {
 
 interface RunFigures {
   rps: number;
+  /** The server's CPU time (user + system) per answered request, in µs. */
+  cpuUs: number;
   p50: number;
   p99: number;
   /** Responses with a status other than the expected one, plus errors and timeouts. */
@@ -81,8 +83,8 @@ interface RunFigures {
 interface ScenarioResult {
   name: string;
   description: string;
-  tessera: { rps: number; p50: number; p99: number; peakRssMb: number };
-  bare: { rps: number; p50: number; p99: number };
+  tessera: { rps: number; cpuUs: number; p50: number; p99: number; peakRssMb: number };
+  bare: { rps: number; cpuUs: number; p50: number; p99: number };
   ratio: number;
   rounds: { tessera: RunFigures; bare: RunFigures; ratio: number }[];
   unexpected: number;
@@ -258,6 +260,17 @@ function ratioTarget(scenario: string, minimum: number): Target {
 // --- processes --------------------------------------------------------------------------
 
 /** Resident set of a process in MB, now and at its peak (Linux /proc); NaN elsewhere. */
+/** CPU time a process used so far (user + system), in µs (Linux /proc, 100 ticks/s); NaN elsewhere. */
+function cpuTimeOf(pid: number): number {
+  try {
+    // Fields after the parenthesised command name: state is the 3rd, utime the 14th, stime the 15th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
 function memoryOf(pid: number): { rss: number; peak: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -341,9 +354,14 @@ function capture(port: number, shape: RequestShape): Promise<CapturedResponse> {
   });
 }
 
-async function drive(port: number, scenario: Scenario, seconds: number): Promise<RunFigures> {
+async function drive(
+  server: { port: number; pid: number },
+  scenario: Scenario,
+  seconds: number,
+): Promise<RunFigures> {
+  const cpuBefore = cpuTimeOf(server.pid);
   const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${server.port}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: [
@@ -365,6 +383,7 @@ async function drive(port: number, scenario: Scenario, seconds: number): Promise
   const expected = statusCodes[String(scenario.expect)] ?? 0;
   return {
     rps: answered / result.duration,
+    cpuUs: (cpuTimeOf(server.pid) - cpuBefore) / answered,
     p50: result.latency.p50,
     p99: result.latency.p99,
     unexpected: answered - expected + result.errors + result.timeouts,
@@ -476,7 +495,10 @@ async function benchStore(kind: StoreKind) {
   let tessera: ServerProcess | undefined;
   let bare: BareServer | undefined;
   try {
-    tessera = await startServerProcess(process.execPath, ['dist/main.js'], {
+    // BENCH_CPU_PROF=<dir>: Tessera writes a V8 CPU profile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF;
+    const nodeArgs = profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
+    tessera = await startServerProcess(process.execPath, [...nodeArgs, 'dist/main.js'], {
       DATABASE_URL: prepared.databaseUrl,
       IAM_BOOTSTRAP_API_KEY: apiKey,
       IAM_DATA_DIR: dataDir,
@@ -501,7 +523,10 @@ async function benchStore(kind: StoreKind) {
         answers[sample.method] = captured;
       }
       await bare.answer(answers);
-      const servers = { tessera: tessera.port, bare: bare.port };
+      const servers = {
+        tessera: { port: tessera.port, pid },
+        bare: { port: bare.port, pid: bare.child.pid! },
+      };
       let peakRss = memoryOf(pid).rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
       if (WARMUP_S > 0) {
@@ -528,12 +553,14 @@ async function benchStore(kind: StoreKind) {
         description: scenario.description,
         tessera: {
           rps: median(rounds.map((r) => r.tessera.rps)),
+          cpuUs: median(rounds.map((r) => r.tessera.cpuUs)),
           p50: median(rounds.map((r) => r.tessera.p50)),
           p99: median(rounds.map((r) => r.tessera.p99)),
           peakRssMb: peakRss,
         },
         bare: {
           rps: median(rounds.map((r) => r.bare.rps)),
+          cpuUs: median(rounds.map((r) => r.bare.cpuUs)),
           p50: median(rounds.map((r) => r.bare.p50)),
           p99: median(rounds.map((r) => r.bare.p99)),
         },
@@ -600,6 +627,8 @@ function printTable(reports: StoreReport[]): void {
       'p50 ms',
       'p99 ms',
       'bare p99',
+      'CPU µs/req',
+      'bare CPU',
       'RSS MB',
     ]);
     for (const s of report.scenarios) {
@@ -612,6 +641,8 @@ function printTable(reports: StoreReport[]): void {
         s.tessera.p50.toFixed(1),
         s.tessera.p99.toFixed(1),
         s.bare.p99.toFixed(1),
+        s.tessera.cpuUs.toFixed(0),
+        s.bare.cpuUs.toFixed(0),
         s.tessera.peakRssMb.toFixed(0),
       ]);
       if (s.unexpected > 0) lines.push(`  !! ${s.unexpected} responses with an unexpected status`);
