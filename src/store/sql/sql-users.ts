@@ -16,22 +16,6 @@ import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
 // parameters and PostgreSQL's of 65,535.
 const ROWS_PER_INSERT = 1000;
 
-/** What a user record is made of; the derived columns (user_key, email_normalized) are not read. */
-const USER_COLUMNS = [
-  'application',
-  'provider',
-  'identifier',
-  'name',
-  'avatar',
-  'email',
-  'locale',
-  'roles',
-  'scopes',
-  'created_at',
-  'updated_at',
-  'etag',
-] as const;
-
 /** Every column of a users row, in the order precompiled writes bind them. */
 const ROW_COLUMNS = [
   'application',
@@ -50,18 +34,23 @@ const ROW_COLUMNS = [
   'etag',
 ] as const satisfies readonly (keyof UsersTable)[];
 
+type Column = (typeof ROW_COLUMNS)[number];
+
+function columnsWithout(...excluded: Column[]): Column[] {
+  return ROW_COLUMNS.filter((column) => !excluded.includes(column));
+}
+
+/** What a user record is made of; the derived columns (user_key, email_normalized) are not read. */
+const USER_COLUMNS = columnsWithout('user_key', 'email_normalized');
+
 /** The columns a replace changes: all but the identity and the creation time. */
-const CHANGED_COLUMNS = [
-  'name',
-  'avatar',
-  'email',
-  'email_normalized',
-  'locale',
-  'roles',
-  'scopes',
-  'updated_at',
-  'etag',
-] as const satisfies readonly (keyof UsersTable)[];
+const CHANGED_COLUMNS = columnsWithout(
+  'application',
+  'user_key',
+  'provider',
+  'identifier',
+  'created_at',
+);
 
 /** `{ column: arg(i) }` for the columns, in order from `first`. */
 function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
