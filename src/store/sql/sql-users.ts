@@ -61,6 +61,8 @@ export class SqlUserRepository implements UserRepository {
   readonly #findUser;
   readonly #insertUser;
   readonly #replaceUser;
+  /** Inserts ROWS_PER_INSERT users; compiled on the first bulk insert that fills one. */
+  #insertFullChunk: ((...args: unknown[]) => CompiledQuery) | undefined;
   readonly #pages = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
 
   constructor(private readonly sql: SqlExecutor) {
@@ -96,7 +98,28 @@ export class SqlUserRepository implements UserRepository {
     const statements = [];
     for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
       const rows = users.slice(start, start + ROWS_PER_INSERT).map(toUserRow);
-      statements.push(this.sql.db.insertInto('users').values(rows).compile());
+      if (rows.length < ROWS_PER_INSERT) {
+        statements.push(this.sql.db.insertInto('users').values(rows).compile());
+        continue;
+      }
+      this.#insertFullChunk ??= precompile((arg) =>
+        this.sql.db
+          .insertInto('users')
+          .values(
+            Array.from(
+              { length: ROWS_PER_INSERT },
+              (_, index) =>
+                boundColumns(
+                  ROW_COLUMNS,
+                  arg,
+                  index * ROW_COLUMNS.length,
+                ) as unknown as Insertable<UsersTable>,
+            ),
+          ),
+      );
+      statements.push(
+        this.#insertFullChunk(...rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]))),
+      );
     }
     await this.sql.write(statements);
   }
