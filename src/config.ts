@@ -42,6 +42,12 @@ const Environment = Type.Object({
       description: 'a whole number of requests per minute per API key (0 turns the limit off)',
     }),
   ),
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://.+',
+      description: 'a redis:// or rediss:// URL',
+    }),
+  ),
   IAM_TRUST_PROXY: Type.Optional(BooleanText),
   IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
   IAM_DB_POOL_SIZE: Type.Optional(
@@ -139,6 +145,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     bootstrapApiKey: vars.IAM_BOOTSTRAP_API_KEY ?? null,
     logLevel: vars.LOG_LEVEL ?? 'info',
     rateLimitPerMinute: Number(vars.IAM_RATE_LIMIT_PER_MINUTE ?? 60_000),
+    /** Where rate-limit counters are shared between instances; null: in memory. */
+    redisUrl: vars.REDIS_URL ?? null,
     trustProxy: vars.IAM_TRUST_PROXY === 'true',
     tokens: {
       algorithm: vars.IAM_TOKEN_ALG ?? 'ES256',

@@ -10,6 +10,7 @@ import { buildApp, createServices } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
+import { openRateLimitRedis } from './http/rate-limit.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -65,16 +66,22 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     dataDir: config.dataDir,
     log: logger,
   });
+  const rateLimitRedis =
+    config.redisUrl === null || config.rateLimitPerMinute === 0
+      ? undefined
+      : openRateLimitRedis(config.redisUrl, logger);
   const app = await buildApp({
     store,
     services,
     logger,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version: packageVersion(),
   });
   app.addHook('onClose', async function closeStore() {
     await store.close();
+    rateLimitRedis?.disconnect();
   });
   await app.listen({ port: config.port, host: config.host });
   app.log.info({ store: store.kind }, 'Tessera is serving');
