@@ -166,8 +166,14 @@ const ROUTES: RouteRow[] = [
 
 const label = (row: RouteRow) => `${row.method} ${row.path}`;
 
-/** Routes outside the API that anyone may call: health, metrics and the API documentation. */
+/**
+ * Routes outside the API that anyone may call: health, metrics, the API documentation, token
+ * discovery, and the token endpoint (whose credential is the outside ID token, SPEC §4).
+ */
 const PUBLIC_ROUTES = [
+  'GET /.well-known/jwks.json',
+  'GET /.well-known/openid-configuration',
+  'POST /oauth2/token',
   'GET /healthz',
   'GET /readyz',
   'GET /metrics',
@@ -260,11 +266,14 @@ describe('authorization of every API route', () => {
   it('registers no other route than the API and the public operational ones', async () => {
     const others = registeredRoutes(ctx.app).filter((route) => !route.includes(` ${API}/`));
     assert.deepEqual(others.sort(), [...PUBLIC_ROUTES].sort());
-    // Public means public: served without a key (the API documentation and operations).
+    // Public means public: answered without asking for a key.
     for (const route of PUBLIC_ROUTES.filter((candidate) => !candidate.includes('*'))) {
       const [method, path] = route.split(' ') as [string, string];
       const response = await call(ctx, method, `/${path}`, { key: null });
-      assert.ok([200, 302].includes(response.statusCode), `${route}: ${response.statusCode}`);
+      assert.ok(response.statusCode < 500, `${route}: ${response.statusCode}`);
+      assert.notEqual(response.statusCode, 401, route);
+      assert.equal(response.headers['www-authenticate'], undefined, route);
+      if (method === 'GET') assert.ok([200, 302].includes(response.statusCode), route);
     }
   });
 
