@@ -3,10 +3,10 @@
 // that listens (main.ts), so tests drive it through inject().
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerJsonBodies } from './http/content-types.js';
@@ -19,6 +19,7 @@ import {
 } from './http/error-handler.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
+import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.js';
@@ -27,6 +28,13 @@ import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
+import { AccessTokens } from './modules/tokens/access-tokens.service.js';
+import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
+import { registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
+import { SigningKeys } from './modules/tokens/signing-keys.service.js';
+import { TokenExchange } from './modules/tokens/token-exchange.service.js';
+import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
+import { registerTokenRoutes } from './modules/tokens/tokens.routes.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
 import { UsersService } from './modules/users/users.service.js';
 import { problem } from './problems.js';
@@ -34,6 +42,11 @@ import type { Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
 export const BODY_LIMIT_BYTES = 256 * 1024;
+/**
+ * Slow clients are cut off (408): the headers must arrive within 10 s of the connection (or of
+ * the previous response), the whole request within 30 s; Node checks every second.
+ */
+export const HTTP_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, checkIntervalMs: 1_000 };
 /** Long enough for a 256-character identifier percent-encoded as 4-byte UTF-8 (12 bytes each). */
 const MAX_PARAM_LENGTH = 8192;
 
@@ -42,23 +55,40 @@ export interface Services {
   applications: ApplicationsService;
   users: UsersService;
   apiKeys: ApiKeysService;
+  signingKeys: SigningKeys;
+  accessTokens: AccessTokens;
+  tokenExchange: TokenExchange;
 }
 
 export function createServices(deps: {
   store: Store;
   clock: Clock;
   log: FastifyBaseLogger;
+  tokens?: TokenSettings;
 }): Services {
   const { store, clock, log } = deps;
+  const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
   const authenticator = new ApiKeyAuthenticator(
     { store, clock },
     { onTouchFailed: (error) => log.warn({ err: error }, 'could not record an API key use') },
   );
+  const users = new UsersService({ store, clock });
+  const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm });
+  const accessTokens = new AccessTokens({ store, clock, signingKeys, issuer: tokens.issuer });
+  const verifier = new ExternalTokenVerifier({
+    clock,
+    policy: { allowInsecure: tokens.allowInsecureJwks },
+    ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
+    ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
+  });
   return {
     authenticator,
     applications: new ApplicationsService({ store, clock }),
-    users: new UsersService({ store, clock }),
+    users,
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
+    signingKeys,
+    accessTokens,
+    tokenExchange: new TokenExchange({ store, clock, verifier, accessTokens, users }),
   };
 }
 
@@ -68,14 +98,20 @@ export interface AppOptions {
   logger: FastifyBaseLogger;
   /** Requests per minute per API key; 0: no limit. */
   rateLimitPerMinute: number;
+  /** Shared rate-limit counters (REDIS_URL); undefined: this instance's memory. */
+  rateLimitRedis?: Redis;
+  rateLimitRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
+  /** Overrides HTTP_TIMEOUTS (tests use short ones). */
+  timeouts?: Partial<typeof HTTP_TIMEOUTS>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, services } = options;
+  const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
   const app = Fastify({
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -90,10 +126,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Requests arriving while stopping get a problem document from checkRequestBasics.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    requestTimeout: 30_000,
+    requestTimeout: timeouts.requestMs,
     keepAliveTimeout: 72_000,
     clientErrorHandler: handleClientError,
-    http: { requireHostHeader: false },
+    http: {
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersMs,
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+    },
     frameworkErrors: function reportFrameworkError(error, request, reply) {
       sendProblem(request, reply, toProblem(error));
     },
@@ -153,6 +193,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'users', description: "An application's users" },
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
       ],
     },
   });
@@ -169,6 +210,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
+  registerOAuthRoutes(app, services);
 
   const cursors = new CursorCodec(
     await store.settings.getOrCreateSetting(
@@ -180,24 +222,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(
     async function api(scope) {
       registerAuthentication(scope, (secret) => services.authenticator.authenticate(secret));
-      if (options.rateLimitPerMinute > 0) {
-        await scope.register(rateLimit, {
-          max: options.rateLimitPerMinute,
-          timeWindow: 60_000,
-          // Runs after authentication (route-level hooks follow instance-level ones), so it
-          // counts per key; requests without a valid key were refused before reaching it.
-          keyGenerator: (request) => request.apiKey!.id,
-          enableDraftSpec: true,
-          errorResponseBuilder: (_request, context) =>
-            problem(
-              'rate-limited',
-              `More than ${context.max} requests per minute; retry in ${context.after}.`,
-            ),
-        });
-      }
+      await registerRateLimit(scope, {
+        perMinute: options.rateLimitPerMinute,
+        ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+        ...(options.rateLimitRedisPrefix === undefined
+          ? {}
+          : { redisPrefix: options.rateLimitRedisPrefix }),
+      });
       registerApplicationRoutes(scope, { applications: services.applications, cursors });
       registerUserRoutes(scope, { users: services.users, cursors });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
+      registerTokenRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );

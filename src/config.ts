@@ -8,6 +8,12 @@ import { POSTGRES_DEFAULTS } from './store/postgres/postgres-store.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const BooleanText = Type.Unsafe<'true' | 'false'>({
+  type: 'string',
+  enum: ['true', 'false'],
+  description: 'true or false',
+});
+
 const Environment = Type.Object({
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$', description: 'a TCP port, 0–65535' })),
   HOST: Type.Optional(Type.String({ minLength: 1, description: 'a listen address' })),
@@ -36,13 +42,13 @@ const Environment = Type.Object({
       description: 'a whole number of requests per minute per API key (0 turns the limit off)',
     }),
   ),
-  IAM_TRUST_PROXY: Type.Optional(
-    Type.Unsafe<'true' | 'false'>({
-      type: 'string',
-      enum: ['true', 'false'],
-      description: 'true or false',
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://.+',
+      description: 'a redis:// or rediss:// URL',
     }),
   ),
+  IAM_TRUST_PROXY: Type.Optional(BooleanText),
   IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
   IAM_DB_POOL_SIZE: Type.Optional(
     Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'a whole number from 1 to 999' }),
@@ -59,6 +65,20 @@ const Environment = Type.Object({
       description: 'a whole number of milliseconds from 1 to 999999',
     }),
   ),
+  IAM_TOKEN_ALG: Type.Optional(
+    Type.Unsafe<'ES256' | 'EdDSA' | 'RS256'>({
+      type: 'string',
+      enum: ['ES256', 'EdDSA', 'RS256'],
+      description: 'ES256, EdDSA or RS256',
+    }),
+  ),
+  IAM_ISSUER: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*[^/?#\\s])?$',
+      description: 'an http(s) URL without query, fragment or trailing slash',
+    }),
+  ),
+  IAM_ALLOW_INSECURE_JWKS: Type.Optional(BooleanText),
 });
 
 type Environment = Static<typeof Environment>;
@@ -125,8 +145,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     bootstrapApiKey: vars.IAM_BOOTSTRAP_API_KEY ?? null,
     logLevel: vars.LOG_LEVEL ?? 'info',
     rateLimitPerMinute: Number(vars.IAM_RATE_LIMIT_PER_MINUTE ?? 60_000),
+    /** Where rate-limit counters are shared between instances; null: in memory. */
+    redisUrl: vars.REDIS_URL ?? null,
     trustProxy: vars.IAM_TRUST_PROXY === 'true',
+    tokens: {
+      algorithm: vars.IAM_TOKEN_ALG ?? 'ES256',
+      issuer: vars.IAM_ISSUER ?? `http://${hostForUrl(vars.HOST ?? '127.0.0.1')}:${port}`,
+      allowInsecureJwks: vars.IAM_ALLOW_INSECURE_JWKS === 'true',
+    },
   };
+}
+
+/** An IPv6 listen address goes in brackets in a URL. */
+function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
 /** `sqlite:<path>`, `sqlite:///abs/path`, `sqlite::memory:`, `postgres://…`, `postgresql://…`. */

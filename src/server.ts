@@ -10,6 +10,7 @@ import { buildApp, createServices } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
+import { openRateLimitRedis } from './http/rate-limit.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -41,23 +42,46 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
   });
   await store.migrate();
-  const services = createServices({ store, clock: systemClock, log: logger });
+  const services = createServices({
+    store,
+    clock: systemClock,
+    log: logger,
+    tokens: config.tokens,
+  });
+  if (config.tokens.allowInsecureJwks) {
+    logger.warn(
+      'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
+    );
+  }
+  const addedKey = await services.signingKeys.ensureSigningKey();
+  if (addedKey !== null) {
+    logger.info(
+      { kid: addedKey.kid, algorithm: addedKey.algorithm },
+      'created a token signing key',
+    );
+  }
   await prepareAccess({
     apiKeys: services.apiKeys,
     bootstrapApiKey: config.bootstrapApiKey,
     dataDir: config.dataDir,
     log: logger,
   });
+  const rateLimitRedis =
+    config.redisUrl === null || config.rateLimitPerMinute === 0
+      ? undefined
+      : openRateLimitRedis(config.redisUrl, logger);
   const app = await buildApp({
     store,
     services,
     logger,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version: packageVersion(),
   });
   app.addHook('onClose', async function closeStore() {
     await store.close();
+    rateLimitRedis?.disconnect();
   });
   await app.listen({ port: config.port, host: config.host });
   app.log.info({ store: store.kind }, 'Tessera is serving');

@@ -148,9 +148,65 @@ const ROUTES: RouteRow[] = [
     request: () => ({ path: `/api-keys/${MISSING_KEY_ID}` }),
     restricted: 'served',
   },
+  {
+    method: 'POST',
+    path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
+    role: 'tokens:write',
+    request: () => ({ path: `${USER}/tokens` }),
+    restricted: 'forbidden',
+  },
+  {
+    method: 'POST',
+    path: '/applications/{client_id}/external-tokens/validate',
+    role: 'applications:read',
+    request: () => ({ path: '/applications/a/external-tokens/validate', body: { token: 'x.y.z' } }),
+    restricted: 'forbidden',
+  },
 ];
 
 const label = (row: RouteRow) => `${row.method} ${row.path}`;
+
+/**
+ * Routes outside the API that anyone may call: health, metrics, the API documentation, token
+ * discovery, and the token endpoint (whose credential is the outside ID token, SPEC §4).
+ */
+const PUBLIC_ROUTES = [
+  'GET /.well-known/jwks.json',
+  'GET /.well-known/openid-configuration',
+  'POST /oauth2/token',
+  'GET /healthz',
+  'GET /readyz',
+  'GET /metrics',
+  'GET /openapi.json',
+  'GET /docs',
+  'GET /docs/',
+  'GET /docs/static/index.html',
+  'GET /docs/static/swagger-initializer.js',
+  'GET /docs/*',
+  'GET /docs/json',
+  'GET /docs/yaml',
+];
+
+/**
+ * Every route the app registered, as `METHOD /path/{param}` (HEAD, which Fastify adds to every
+ * GET, left out), read from Fastify's own route tree.
+ */
+function registeredRoutes(app: TestContext['app']): string[] {
+  const stack: string[] = [];
+  const routes: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^([│ ]*)(?:├── |└── )(.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (match === null) continue;
+    const depth = match[1]!.length / 4;
+    stack.length = depth;
+    stack.push(match[2]!);
+    const path = stack.join('').replace(/:([a-z_]+)/g, '{$1}');
+    for (const method of match[3]?.split(', ') ?? []) {
+      if (method !== 'HEAD') routes.push(`${method} ${path}`);
+    }
+  }
+  return routes;
+}
 
 function assertAuthorized(response: LightMyRequestResponse): void {
   assert.ok(
@@ -186,9 +242,17 @@ describe('authorization of every API route', () => {
   });
   after(() => ctx.close());
 
-  it('has a row for every route the OpenAPI document lists under /iam/api/v1, and no other', () => {
+  it('has a row for every route the app registers under /iam/api/v1, and no other', () => {
+    const registered = registeredRoutes(ctx.app)
+      .filter((route) => route.startsWith(`${API}/`) || route.includes(` ${API}/`))
+      .map((route) => route.replace(` ${API}/`, ' /'))
+      .sort();
+    assert.deepEqual(registered, ROUTES.map(label).sort());
+  });
+
+  it('documents exactly those routes in the OpenAPI document', () => {
     const document = ctx.app.swagger() as { paths: Record<string, Record<string, unknown>> };
-    const registered = Object.entries(document.paths)
+    const documented = Object.entries(document.paths)
       .filter(([path]) => path.startsWith(`${API}/`))
       .flatMap(([path, operations]) =>
         Object.keys(operations).map(
@@ -196,7 +260,21 @@ describe('authorization of every API route', () => {
         ),
       )
       .sort();
-    assert.deepEqual(registered, ROUTES.map(label).sort());
+    assert.deepEqual(documented, ROUTES.map(label).sort());
+  });
+
+  it('registers no other route than the API and the public operational ones', async () => {
+    const others = registeredRoutes(ctx.app).filter((route) => !route.includes(` ${API}/`));
+    assert.deepEqual(others.sort(), [...PUBLIC_ROUTES].sort());
+    // Public means public: answered without asking for a key.
+    for (const route of PUBLIC_ROUTES.filter((candidate) => !candidate.includes('*'))) {
+      const [method, path] = route.split(' ') as [string, string];
+      const response = await call(ctx, method, `/${path}`, { key: null });
+      assert.ok(response.statusCode < 500, `${route}: ${response.statusCode}`);
+      assert.notEqual(response.statusCode, 401, route);
+      assert.equal(response.headers['www-authenticate'], undefined, route);
+      if (method === 'GET') assert.ok([200, 302].includes(response.statusCode), route);
+    }
   });
 
   for (const row of ROUTES) {

@@ -311,3 +311,51 @@ describe('tessera serve', () => {
     }
   });
 });
+
+describe('tessera signing-keys', () => {
+  let directory: string;
+  let database: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-signing-'));
+    database = join(directory, 't.db');
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  interface SigningKeyJson {
+    kid: string;
+    algorithm: string;
+    state: string;
+    activates_at: string;
+  }
+
+  it('rotate adds a key that signs in 10 minutes; list shows both, never a private key', async () => {
+    const started = Date.now();
+    const rotated = await runCli(database, ['signing-keys', 'rotate', '--json']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const added = JSON.parse(rotated.stdout) as SigningKeyJson;
+    // On an empty store, rotate finds no key; the new one is generation 1 and signs at once.
+    const second = JSON.parse(
+      (await runCli(database, ['signing-keys', 'rotate', '--json'])).stdout,
+    ) as SigningKeyJson;
+    assert.ok(Date.parse(second.activates_at) >= started + 10 * 60_000);
+    const listed = await runCli(database, ['signing-keys', 'list', '--json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const keys = JSON.parse(listed.stdout) as SigningKeyJson[];
+    assert.deepEqual(
+      keys.map((key) => [key.kid, key.algorithm, key.state]),
+      [
+        [added.kid, 'ES256', 'active'],
+        [second.kid, 'ES256', 'pending'],
+      ],
+    );
+    assert.doesNotMatch(listed.stdout, /"d"/);
+    const human = await runCli(database, ['signing-keys', 'list']);
+    assert.equal(human.stdout.trim().split('\n').length, 2);
+  });
+
+  it('refuses an unknown subcommand with exit code 2', async () => {
+    const result = await runCli(database, ['signing-keys', 'revoke']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /rotate or list/);
+  });
+});

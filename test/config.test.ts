@@ -13,6 +13,7 @@ describe('loadConfig', () => {
     assert.equal(config.bootstrapApiKey, null);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.rateLimitPerMinute, 60_000);
+    assert.equal(config.redisUrl, null);
   });
 
   it('reads every variable', () => {
@@ -24,6 +25,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       IAM_RATE_LIMIT_PER_MINUTE: '0',
       IAM_TRUST_PROXY: 'true',
+      REDIS_URL: 'redis://cache:6379/2',
     });
     assert.equal(config.port, 9000);
     assert.equal(config.host, '0.0.0.0');
@@ -33,6 +35,7 @@ describe('loadConfig', () => {
     assert.equal(config.logLevel, 'debug');
     assert.equal(config.rateLimitPerMinute, 0);
     assert.equal(config.trustProxy, true);
+    assert.equal(config.redisUrl, 'redis://cache:6379/2');
   });
 
   it('treats empty variables as unset', () => {
@@ -84,6 +87,7 @@ describe('loadConfig', () => {
     ['a bootstrap key with a space', { IAM_BOOTSTRAP_API_KEY: 'two words' }],
     ['an unknown LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['a negative rate limit', { IAM_RATE_LIMIT_PER_MINUTE: '-1' }],
+    ['a REDIS_URL without redis://', { REDIS_URL: 'cache:6379' }],
     ['a pool of 0 connections', { IAM_DB_POOL_SIZE: '0' }],
     ['a connect timeout in seconds', { IAM_DB_CONNECT_TIMEOUT_MS: '2s' }],
     ['a statement timeout of 0 (forever)', { IAM_DB_STATEMENT_TIMEOUT_MS: '0' }],
@@ -107,4 +111,44 @@ describe('loadConfig', () => {
         error instanceof ConfigError && !error.message.includes('secret with spaces'),
     );
   });
+});
+
+describe('loadConfig: access tokens (SPEC §7)', () => {
+  it('defaults to ES256, the listen address as issuer, and the SSRF fence on', () => {
+    assert.deepEqual(loadConfig({}).tokens, {
+      algorithm: 'ES256',
+      issuer: 'http://127.0.0.1:8080',
+      allowInsecureJwks: false,
+    });
+    assert.equal(loadConfig({ HOST: '::1', PORT: '9000' }).tokens.issuer, 'http://[::1]:9000');
+  });
+
+  it('reads IAM_TOKEN_ALG, IAM_ISSUER and IAM_ALLOW_INSECURE_JWKS', () => {
+    const config = loadConfig({
+      IAM_TOKEN_ALG: 'EdDSA',
+      IAM_ISSUER: 'https://id.example.com/tessera',
+      IAM_ALLOW_INSECURE_JWKS: 'true',
+    });
+    assert.deepEqual(config.tokens, {
+      algorithm: 'EdDSA',
+      issuer: 'https://id.example.com/tessera',
+      allowInsecureJwks: true,
+    });
+  });
+
+  for (const [name, value] of [
+    ['IAM_TOKEN_ALG', 'HS256'],
+    ['IAM_TOKEN_ALG', 'none'],
+    ['IAM_ISSUER', 'https://id.example.com/'],
+    ['IAM_ISSUER', 'https://id.example.com?x=1'],
+    ['IAM_ISSUER', 'ftp://id.example.com'],
+    ['IAM_ALLOW_INSECURE_JWKS', 'yes'],
+  ] as const) {
+    it(`refuses ${name}=${value}, naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: Error) => error instanceof ConfigError && error.message.includes(name),
+      );
+    });
+  }
 });

@@ -3,17 +3,48 @@
 // schema of its own when TESSERA_TEST_STORE=postgres (the second pass of `npm test`).
 
 import { Writable } from 'node:stream';
+import { after } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { API_PREFIX, buildApp, createServices, type Services } from '../src/app.js';
+import {
+  API_PREFIX,
+  type AppOptions,
+  buildApp,
+  createServices,
+  type Services,
+} from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
+import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
 import { ROLES, type Role } from '../src/roles.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import { openTestPostgresStore } from './postgres.js';
 
 registerTypeBoxFormats();
+
+// Every log line of every app this file builds, and every key secret it saw (issued, sent or
+// returned): when the file's tests are done, no line may hold a secret. As every HTTP spec
+// builds its apps here, this covers the logs of the whole suite.
+const everyLog: Record<string, unknown>[][] = [];
+const everySecret = new Set<string>();
+const SECRET_IN_TEXT = /tsr_[A-Za-z0-9_-]{43}/g;
+
+// Registered at load, so it belongs to the file's root: it runs once, after every test of it.
+after(() => {
+  const text = everyLog
+    .flat()
+    .map((line) => JSON.stringify(line))
+    .join('\n');
+  const leaked = [...everySecret].filter((secret) => text.includes(secret));
+  if (leaked.length > 0) {
+    throw new Error(`${leaked.length} API key(s) appear in the app's logs`);
+  }
+  // Any key-shaped text at all is suspect, even one this file did not see issued.
+  const shaped = text.match(SECRET_IN_TEXT) ?? [];
+  if (shaped.length > 0) throw new Error(`${shaped.length} key-shaped strings in the logs`);
+});
 
 /** Which store buildTestApp uses by default. */
 export const TEST_STORE: 'sqlite' | 'postgres' =
@@ -61,15 +92,20 @@ export interface TestContext {
 export async function buildTestApp(
   options: {
     rateLimitPerMinute?: number;
+    rateLimitRedis?: Redis;
+    rateLimitRedisPrefix?: string;
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
+    tokens?: Partial<TokenSettings>;
+    timeouts?: AppOptions['timeouts'];
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
   await store.migrate();
   const clock = options.clock ?? new TestClock();
   const logs: Record<string, unknown>[] = [];
+  everyLog.push(logs);
   const logger = pino(
     { level: options.logLevel ?? 'debug' },
     new Writable({
@@ -81,14 +117,29 @@ export async function buildTestApp(
       },
     }),
   );
-  const services = createServices({ store, clock, log: logger });
+  const services = createServices({
+    store,
+    clock,
+    log: logger,
+    tokens: {
+      algorithm: 'ES256',
+      issuer: 'https://iam.example.test',
+      allowInsecureJwks: false,
+      ...options.tokens,
+    },
+  });
   const app = await buildApp({
     store,
     services,
     logger,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+    ...(options.rateLimitRedis === undefined ? {} : { rateLimitRedis: options.rateLimitRedis }),
+    ...(options.rateLimitRedisPrefix === undefined
+      ? {}
+      : { rateLimitRedisPrefix: options.rateLimitRedisPrefix }),
     trustProxy: false,
     version: 'test',
+    ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {
@@ -98,6 +149,7 @@ export async function buildTestApp(
       applications: grants.applications ?? null,
       expiresAt: grants.expiresAt ?? null,
     });
+    everySecret.add(issued.secret);
     return issued.secret;
   };
   const adminKey = await createKey({ name: 'admin' });
@@ -136,6 +188,9 @@ export async function call(
   const headers: Record<string, string> = { ...options.headers };
   const key = options.key === undefined ? ctx.adminKey : options.key;
   if (key !== null) headers.authorization = `apikey ${key}`;
+  for (const sent of [key, headers.authorization]) {
+    for (const secret of sent?.match(SECRET_IN_TEXT) ?? []) everySecret.add(secret);
+  }
   let payload: string | Buffer | undefined;
   if (options.rawBody !== undefined) payload = options.rawBody;
   else if (options.body !== undefined) payload = JSON.stringify(options.body);
@@ -145,12 +200,15 @@ export async function call(
       (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json');
   }
   const url = path.startsWith('//') ? path.slice(1) : `${API_PREFIX}${path}`;
-  return ctx.app.inject({
+  for (const secret of url.match(SECRET_IN_TEXT) ?? []) everySecret.add(secret);
+  const response = await ctx.app.inject({
     method: method as 'GET',
     url,
     headers,
     ...(payload === undefined ? {} : { payload }),
   });
+  for (const secret of response.body.match(SECRET_IN_TEXT) ?? []) everySecret.add(secret);
+  return response;
 }
 
 /** Percent-encodes one path segment (what a URL client does with an identifier). */

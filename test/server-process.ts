@@ -3,8 +3,21 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { after } from 'node:test';
 
 export const repository = new URL('..', import.meta.url).pathname;
+
+// What every server process of this file printed, checked when the file's tests are done: a
+// server never logs a key, neither one it generated nor the bootstrap key it was given.
+const printed: { output: () => string; secrets: string[] }[] = [];
+after(() => {
+  for (const { output, secrets } of printed) {
+    const text = output();
+    if (/tsr_[A-Za-z0-9_-]{43}/.test(text) || secrets.some((secret) => text.includes(secret))) {
+      throw new Error('a server process printed an API key');
+    }
+  }
+});
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -50,6 +63,8 @@ export async function startServerProcess(
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => resolve(code)),
   );
+  const bootstrap = env.IAM_BOOTSTRAP_API_KEY ?? process.env.IAM_BOOTSTRAP_API_KEY;
+  printed.push({ output: () => output, secrets: bootstrap === undefined ? [] : [bootstrap] });
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;
   for (;;) {

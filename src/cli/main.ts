@@ -11,6 +11,7 @@ import { createBodyChecker } from '../http/validation.js';
 import { CreateApiKeyBody, toApiKeyResource } from '../modules/api-keys/api-keys.schemas.js';
 import { ProblemError, invalid } from '../problems.js';
 import { isRole } from '../roles.js';
+import type { SigningKeyStatus } from '../modules/tokens/signing-keys.service.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 
@@ -23,6 +24,9 @@ Commands:
                                           create an API key and print its secret once
   keys list [--json]                      list API keys (never their secrets)
   keys revoke ID                          revoke an API key
+  signing-keys rotate [--json]            add a token signing key (IAM_TOKEN_ALG); it signs
+                                          after 10 minutes, the old one stays published
+  signing-keys list [--json]              list signing keys and their state (never the private keys)
 
 The database is DATABASE_URL (default sqlite:./data/tessera.db).`;
 
@@ -60,7 +64,72 @@ async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
 }
 
 function servicesFor(store: Store) {
-  return createServices({ store, clock: systemClock, log: pino({ level: 'silent' }) });
+  return createServices({
+    store,
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+    tokens: loadConfig().tokens,
+  });
+}
+
+/** The options of a command whose only option is --json. */
+function parseJsonFlag(args: string[]): { json: boolean } {
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: false,
+  });
+  return values;
+}
+
+function describeSigningKey(key: SigningKeyStatus) {
+  const at = (epochMillis: number | null) =>
+    epochMillis === null ? null : new Date(epochMillis).toISOString();
+  return {
+    kid: key.kid,
+    algorithm: key.algorithm,
+    state: key.state,
+    created_at: at(key.createdAt),
+    activates_at: at(key.activatesAt),
+    retired_at: at(key.retiredAt),
+    published_until: at(key.publishedUntil),
+  };
+}
+
+async function rotateSigningKey(args: string[]): Promise<void> {
+  const values = parseJsonFlag(args);
+  const added = await withStore((store) => servicesFor(store).signingKeys.rotate());
+  const summary = {
+    kid: added.kid,
+    algorithm: added.algorithm,
+    activates_at: new Date(added.activatesAt).toISOString(),
+  };
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(
+    `Added signing key ${summary.kid} (${summary.algorithm}). It is published now and signs ` +
+      `from ${summary.activates_at}; the current key stays published until its tokens expire.\n`,
+  );
+}
+
+async function listSigningKeys(args: string[]): Promise<void> {
+  const values = parseJsonFlag(args);
+  const keys = (await withStore((store) => servicesFor(store).signingKeys.listSigningKeys())).map(
+    describeSigningKey,
+  );
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(keys, null, 2)}\n`);
+    return;
+  }
+  for (const key of keys) {
+    const until = key.published_until === null ? '' : ` published until ${key.published_until}`;
+    process.stdout.write(
+      `${key.kid}  ${key.algorithm}  ${key.state}  created ${key.created_at}  signs from ${key.activates_at}${until}\n`,
+    );
+  }
 }
 
 async function createKey(args: string[]): Promise<void> {
@@ -127,12 +196,7 @@ async function createKey(args: string[]): Promise<void> {
 }
 
 async function listKeys(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { json: { type: 'boolean', default: false } },
-    strict: true,
-    allowPositionals: false,
-  });
+  const values = parseJsonFlag(args);
   const keys = await withStore(async (store) => {
     const apiKeys = servicesFor(store).apiKeys;
     const all = [];
@@ -205,13 +269,21 @@ async function run(argv: string[]): Promise<void> {
       throw new UsageError(
         `keys needs create, list or revoke${subcommand ? `, not "${subcommand}"` : ''}`,
       );
+    case 'signing-keys':
+      if (subcommand === 'rotate') return rotateSigningKey(rest);
+      if (subcommand === 'list') return listSigningKeys(rest);
+      throw new UsageError(
+        `signing-keys needs rotate or list${subcommand ? `, not "${subcommand}"` : ''}`,
+      );
     case 'help':
     case '--help':
     case '-h':
       process.stdout.write(`${USAGE}\n`);
       return;
     case undefined:
-      throw new UsageError('a command is needed (serve, migrate, keys); see tessera --help');
+      throw new UsageError(
+        'a command is needed (serve, migrate, keys, signing-keys); see tessera --help',
+      );
     default:
       throw new UsageError(`unknown command "${command}"; see tessera --help`);
   }

@@ -8,6 +8,7 @@ import { describeApplicationsContract } from './contract/applications.js';
 import type { ContractContext } from './contract/fixtures.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
 import { describeSettingsContract } from './contract/settings.js';
+import { describeSigningKeysContract } from './contract/signing-keys.js';
 import { describeUsersContract } from './contract/users.js';
 import type { Store } from './store.js';
 
@@ -29,6 +30,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeUsersContract(ctx);
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
+    describeSigningKeysContract(ctx);
     describeLifecycleContract(ctx);
   });
 }

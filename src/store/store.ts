@@ -164,11 +164,38 @@ export interface SettingRepository {
   putSetting(name: string, value: string): Promise<void>;
 }
 
+/** An asymmetric key Tessera signs access tokens with (SPEC §7). */
+export interface SigningKeyRecord {
+  /** The JWS `kid`: random, unique. */
+  kid: string;
+  /** 1 for the first key, then one more per rotation: the order of keys, unique. */
+  generation: number;
+  algorithm: 'ES256' | 'EdDSA' | 'RS256';
+  /** The public key as a JWK (no private members). */
+  publicJwk: Record<string, unknown>;
+  /** The private key as a JWK. A secret: never logged, never leaves the store but to sign. */
+  privateJwk: Record<string, unknown>;
+  createdAt: number;
+  /** When it starts signing; it is published from createdAt on. */
+  activatesAt: number;
+}
+
+export interface SigningKeyRepository {
+  /**
+   * Inserts a key. DuplicateError when its kid or its generation exists: of two instances
+   * adding "generation n" at once, exactly one succeeds.
+   */
+  insertSigningKey(key: SigningKeyRecord): Promise<void>;
+  /** Every key, ordered by generation (oldest first). */
+  listSigningKeys(): Promise<SigningKeyRecord[]>;
+}
+
 export interface Store {
   readonly applications: ApplicationRepository;
   readonly users: UserRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly settings: SettingRepository;
+  readonly signingKeys: SigningKeyRepository;
   /** Which backend this is, for logs and health output. */
   readonly kind: 'sqlite' | 'postgres';
   /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */

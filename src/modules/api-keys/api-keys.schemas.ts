@@ -9,6 +9,7 @@ import {
   toTimestamp,
 } from '../../http/schemas.js';
 import { ROLES } from '../../roles.js';
+import { RULE_KEYWORD } from '../../http/validation.js';
 import { ClientId } from '../applications/applications.schemas.js';
 
 export const RoleName = StringEnum(ROLES);
@@ -68,7 +69,16 @@ export const CreatedApiKey = Type.Object({
 });
 
 export const ApiKeyParams = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 64 }) },
+  {
+    // Key ids are UUIDs; the pattern keeps out what no id holds and a database may refuse to
+    // compare (PostgreSQL rejects a NUL byte in text: that was a 500).
+    id: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9._~-]*$',
+      [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ ~ -',
+    }),
+  },
   { additionalProperties: false },
 );
 

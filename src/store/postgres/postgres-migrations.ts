@@ -72,4 +72,18 @@ export const postgresMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_signing_keys': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('signing_keys')
+        .addColumn('kid', bytewise, (c) => c.primaryKey().notNull())
+        .addColumn('generation', 'integer', (c) => c.notNull().unique())
+        .addColumn('algorithm', 'text', (c) => c.notNull())
+        .addColumn('public_jwk', 'text', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('activates_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

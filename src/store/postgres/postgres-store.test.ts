@@ -51,6 +51,7 @@ describe('PostgreSQL store', { skip }, () => {
           'kysely_migration',
           'kysely_migration_lock',
           'settings',
+          'signing_keys',
           'tessera_migration_lock',
           'users',
         ]);

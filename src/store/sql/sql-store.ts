@@ -3,6 +3,7 @@ import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
 import { SqlSettingRepository } from './sql-settings.js';
+import { SqlSigningKeyRepository } from './sql-signing-keys.js';
 import { SqlUserRepository } from './sql-users.js';
 
 /** The Store of every SQL dialect: repositories built on one dialect's executor. */
@@ -11,6 +12,7 @@ export class SqlStore implements Store {
   readonly users: SqlUserRepository;
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
+  readonly signingKeys: SqlSigningKeyRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
@@ -19,6 +21,7 @@ export class SqlStore implements Store {
     this.users = new SqlUserRepository(sql);
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
+    this.signingKeys = new SqlSigningKeyRepository(sql);
   }
 
   ping(): Promise<void> {

@@ -51,11 +51,24 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface SigningKeysTable {
+  kid: string;
+  generation: number;
+  algorithm: string;
+  /** JWK JSON text. */
+  public_jwk: string;
+  /** JWK JSON text of the private key (a secret). */
+  private_jwk: string;
+  created_at: number | string;
+  activates_at: number | string;
+}
+
 export interface Tables {
   applications: ApplicationsTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
   settings: SettingsTable;
+  signing_keys: SigningKeysTable;
 }
 
 // U+001F sorts below every character a provider may contain ('-' is the smallest), so the

@@ -1,0 +1,79 @@
+// Requests per minute per API key (@fastify/rate-limit). The counters live in memory, or in
+// Redis when REDIS_URL is set so that one limit holds across every instance. Redis being
+// unreachable must not take the API down: the limit then fails open (requests are served,
+// uncounted) and a warning is logged once per outage.
+
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { problem } from '../problems.js';
+
+export const RATE_LIMIT_WINDOW_MS = 60_000;
+export const DEFAULT_REDIS_PREFIX = 'tessera:rate-limit:';
+
+export interface RateLimitOptions {
+  /** Requests per minute per API key; 0: no limit. */
+  perMinute: number;
+  /** Shared counters; undefined: this instance's memory. */
+  redis?: Redis;
+  /** Prefix of the Redis keys (instances sharing a limit share it). */
+  redisPrefix?: string;
+}
+
+/**
+ * A Redis client for the limit: commands fail at once while it is disconnected (no offline
+ * queue) or after 500 ms, so a request never waits on Redis; it reconnects in the background.
+ */
+export function openRateLimitRedis(url: string, log: FastifyBaseLogger): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    commandTimeout: 500,
+    connectTimeout: 2_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 5_000),
+  });
+  let healthy = true;
+  const markDown = (reason: string) => {
+    if (!healthy) return;
+    healthy = false;
+    // The reason only: a URL (with its password) never goes to the log.
+    log.warn(
+      { reason: reason.replace(/\/\/[^@/]*@/g, '//***@') },
+      'Redis is unreachable: rate limits are not enforced until it is back',
+    );
+  };
+  redis.on('error', (error: Error) => markDown(error.message));
+  // 'end' is a close we asked for (shutdown), not an outage.
+  redis.on('close', () => redis.status !== 'end' && markDown('connection closed'));
+  redis.on('ready', () => {
+    if (healthy) return;
+    healthy = true;
+    log.info('Redis is reachable again: rate limits are enforced');
+  });
+  return redis;
+}
+
+export async function registerRateLimit(
+  scope: FastifyInstance,
+  options: RateLimitOptions,
+): Promise<void> {
+  if (options.perMinute <= 0) return;
+  await scope.register(rateLimit, {
+    max: options.perMinute,
+    timeWindow: RATE_LIMIT_WINDOW_MS,
+    ...(options.redis === undefined
+      ? {}
+      : { redis: options.redis, nameSpace: options.redisPrefix ?? DEFAULT_REDIS_PREFIX }),
+    // Fail open: a store error (Redis down or slow) serves the request uncounted.
+    skipOnError: true,
+    // Runs after authentication (route-level hooks follow instance-level ones), so it
+    // counts per key; requests without a valid key were refused before reaching it.
+    keyGenerator: (request) => request.apiKey!.id,
+    enableDraftSpec: true,
+    errorResponseBuilder: (_request, context) =>
+      problem(
+        'rate-limited',
+        `More than ${context.max} requests per minute; retry in ${context.after}.`,
+      ),
+  });
+}

@@ -1,0 +1,67 @@
+// Tessera's own access tokens (SPEC §7, RFC 9068): a JWT signed with the current signing
+// key, naming the user and the application, valid for the application's
+// jwt_expiration_in_minutes.
+
+import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { Clock } from '../../clock.js';
+import type { ApplicationRecord, Store, UserIdentity, UserRecord } from '../../store/store.js';
+import { applicationNotFound } from '../applications/applications.service.js';
+import { userNotFound } from '../users/users.service.js';
+import type { SigningKeys } from './signing-keys.service.js';
+
+export interface IssuedToken {
+  accessToken: string;
+  /** Seconds until it expires. */
+  expiresIn: number;
+}
+
+export class AccessTokens {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      signingKeys: SigningKeys;
+      issuer: string;
+    },
+  ) {}
+
+  /** The `iss` of every token (IAM_ISSUER). */
+  get issuer(): string {
+    return this.deps.issuer;
+  }
+
+  /** A token for an existing user (the trusted back-end route); 404 for a missing one. */
+  async issueForUser(identity: UserIdentity): Promise<IssuedToken> {
+    const application = await this.deps.store.applications.findApplication(identity.clientId);
+    if (application === undefined) throw applicationNotFound(identity.clientId);
+    const user = await this.deps.store.users.findUser(identity);
+    if (user === undefined) throw userNotFound(identity);
+    return this.issue(application, user);
+  }
+
+  async issue(application: ApplicationRecord, user: UserRecord): Promise<IssuedToken> {
+    const signer = await this.deps.signingKeys.currentSigner();
+    const issuedAt = Math.floor(this.deps.clock.now() / 1000);
+    const expiresIn = 60 * application.jwtExpirationInMinutes;
+    const accessToken = await new SignJWT({
+      client_id: application.clientId,
+      provider: user.provider,
+      identifier: user.identifier,
+      roles: user.roles,
+      scopes: user.scopes,
+      email: user.email,
+      name: user.name,
+      locale: user.locale,
+    })
+      .setProtectedHeader({ alg: signer.algorithm, kid: signer.kid, typ: 'at+jwt' })
+      .setIssuer(this.deps.issuer)
+      .setSubject(`${user.provider}|${user.identifier}`)
+      .setAudience(application.clientId)
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(issuedAt + expiresIn)
+      .setJti(randomUUID())
+      .sign(signer.key);
+    return { accessToken, expiresIn };
+  }
+}

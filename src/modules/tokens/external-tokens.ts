@@ -1,0 +1,392 @@
+// Checking an ID token issued outside Tessera (Google, Apple, any OpenID provider) against
+// the application's external_token_validation (SPEC §7). One pipeline of small named checks;
+// the exchange stops at the first that fails, and the dry run reports which one it was.
+
+import { LRUCache } from 'lru-cache';
+import {
+  type CryptoKey,
+  type JWTVerifyGetKey,
+  type RemoteJWKSet,
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors,
+  jwtVerify,
+} from 'jose';
+import { Value } from 'typebox/value';
+import type { Clock } from '../../clock.js';
+import type { ApplicationRecord } from '../../store/store.js';
+import { Identifier, Provider } from '../users/users.schemas.js';
+import {
+  type OutboundPolicy,
+  OutboundRefusedError,
+  OutboundUnavailableError,
+  OUTBOUND_TIMEOUT_MS,
+  fencedFetch,
+  refuseUrl,
+} from './outbound-fetch.js';
+
+/** The checks, in the order they run. */
+export const CHECKS = [
+  'format',
+  'issuer',
+  'entry',
+  'algorithm',
+  'jwks_uri',
+  'jwks',
+  'key',
+  'signature',
+  'audience',
+  'expiry',
+  'not_before',
+  'claims',
+  'identifier',
+  'user',
+  'email',
+] as const;
+export type CheckName = (typeof CHECKS)[number];
+
+export interface CheckFailure {
+  check: CheckName;
+  detail: string;
+  /** The provider could not be reached: retry later (503), the token may be fine. */
+  retryable: boolean;
+}
+
+/** Algorithms an outside token may use: asymmetric only. `none` and HMAC never verify. */
+export const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
+
+/** exp and nbf may be off by this much (SPEC §7). */
+export const CLOCK_TOLERANCE_SECONDS = 60;
+
+/** An entry of external_token_validation, checked and normalised. */
+export interface ValidationEntry {
+  provider: string;
+  issuer: string;
+  jwksUri: URL;
+  audience: string[];
+  identifierClaim: string;
+  algorithms: string[];
+}
+
+export interface TokenInspection {
+  header: Record<string, unknown> | null;
+  claims: Record<string, unknown> | null;
+  /** The entry's key (the user's provider), once an entry matched the issuer. */
+  provider: string | null;
+  /** The matched entry as stored. */
+  entry: Record<string, unknown> | null;
+  /** The user's identifier, once the token is verified. */
+  identifier: string | null;
+  failure: CheckFailure | null;
+}
+
+const fail = (check: CheckName, detail: string, retryable = false): CheckFailure => ({
+  check,
+  detail,
+  retryable,
+});
+
+export class ExternalTokenVerifier {
+  /** One remote key set per jwks_uri: keys cached, refetched on an unknown kid after a cooldown. */
+  readonly #keySets: LRUCache<string, RemoteJWKSet>;
+
+  constructor(
+    private readonly deps: {
+      clock: Clock;
+      policy: OutboundPolicy;
+      /** Minimum time between two fetches caused by unknown kids (jose's cooldownDuration). */
+      cooldownMs?: number;
+      /** How long fetched keys are used before they are fetched again (jose's cacheMaxAge). */
+      cacheMaxAgeMs?: number;
+    },
+  ) {
+    this.#keySets = new LRUCache({ max: 1000 });
+  }
+
+  async inspect(application: ApplicationRecord, token: string): Promise<TokenInspection> {
+    const result: TokenInspection = {
+      header: null,
+      claims: null,
+      provider: null,
+      entry: null,
+      identifier: null,
+      failure: null,
+    };
+    const decoded = decodeToken(token);
+    if ('check' in decoded) return { ...result, failure: decoded };
+    result.header = decoded.header;
+    result.claims = decoded.claims;
+
+    const matched = findEntry(application, decoded.claims);
+    if ('check' in matched) return { ...result, failure: matched };
+    result.provider = matched.provider;
+    result.entry = matched.raw;
+
+    const entry = readEntry(matched.provider, matched.raw, this.deps.policy);
+    if ('check' in entry) return { ...result, failure: entry };
+
+    const algorithm = checkAlgorithm(decoded.header, entry);
+    if (algorithm !== null) return { ...result, failure: algorithm };
+
+    const verified = await this.#verify(token, entry);
+    if ('check' in verified) return { ...result, failure: verified };
+
+    const identifier = checkIdentifier(verified.claims, entry);
+    if (typeof identifier !== 'string') return { ...result, failure: identifier };
+    return { ...result, identifier };
+  }
+
+  async #verify(
+    token: string,
+    entry: ValidationEntry,
+  ): Promise<{ claims: Record<string, unknown> } | CheckFailure> {
+    const remote = this.#keySet(entry.jwksUri);
+    try {
+      const { payload } = await jwtVerify(token, withCachedKeysOnOutage(remote), {
+        issuer: entry.issuer,
+        audience: entry.audience,
+        algorithms: entry.algorithms,
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        currentDate: new Date(this.deps.clock.now()),
+        requiredClaims: ['exp'],
+      });
+      return { claims: payload as Record<string, unknown> };
+    } catch (error) {
+      return classifyVerificationError(error, entry);
+    }
+  }
+
+  #keySet(url: URL): RemoteJWKSet {
+    let keySet = this.#keySets.get(url.href);
+    if (keySet === undefined) {
+      keySet = createRemoteJWKSet(url, {
+        timeoutDuration: OUTBOUND_TIMEOUT_MS,
+        cooldownDuration: this.deps.cooldownMs ?? 30_000,
+        cacheMaxAge: this.deps.cacheMaxAgeMs ?? 10 * 60_000,
+        [customFetch]: fencedFetch(this.deps.policy),
+      });
+      this.#keySets.set(url.href, keySet);
+    }
+    return keySet;
+  }
+}
+
+function decodeToken(
+  token: string,
+): { header: Record<string, unknown>; claims: Record<string, unknown> } | CheckFailure {
+  if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)) {
+    return fail('format', 'The token is not a signed JWT (three base64url parts, JWS compact).');
+  }
+  try {
+    const header = decodeProtectedHeader(token) as Record<string, unknown>;
+    const claims = decodeJwt(token) as Record<string, unknown>;
+    return { header, claims };
+  } catch (error) {
+    return fail('format', `The token cannot be decoded: ${(error as Error).message}.`);
+  }
+}
+
+function findEntry(
+  application: ApplicationRecord,
+  claims: Record<string, unknown>,
+): { provider: string; raw: Record<string, unknown> } | CheckFailure {
+  const entries = application.externalTokenValidation;
+  if (entries === null) {
+    return fail(
+      'issuer',
+      `Application "${application.clientId}" has no external_token_validation: it accepts no outside tokens.`,
+    );
+  }
+  if (typeof claims.iss !== 'string') return fail('issuer', 'The token has no "iss" claim.');
+  for (const [provider, raw] of Object.entries(entries)) {
+    if (isObject(raw) && raw.issuer === claims.iss) return { provider, raw };
+  }
+  return fail(
+    'issuer',
+    `No entry of external_token_validation has the issuer "${claims.iss}" of this token.`,
+  );
+}
+
+/** The entry's members, checked: a broken entry is a configuration problem, named as such. */
+export function readEntry(
+  provider: string,
+  raw: Record<string, unknown>,
+  policy: OutboundPolicy,
+): ValidationEntry | CheckFailure {
+  const where = `external_token_validation entry "${provider}"`;
+  if (!Value.Check(Provider, provider)) {
+    return fail('entry', `The ${where} is not a valid provider label (like google_oauth2).`);
+  }
+  if (typeof raw.jwks_uri !== 'string' || !URL.canParse(raw.jwks_uri)) {
+    return fail('entry', `The ${where} needs "jwks_uri", an https: URL.`);
+  }
+  const jwksUri = new URL(raw.jwks_uri);
+  const refused = refuseUrl(jwksUri, policy);
+  if (refused !== null) return fail('jwks_uri', `The ${where}: ${refused}.`);
+  const audience = typeof raw.audience === 'string' ? [raw.audience] : raw.audience;
+  if (
+    !Array.isArray(audience) ||
+    audience.length === 0 ||
+    !audience.every((item) => typeof item === 'string' && item !== '')
+  ) {
+    return fail('entry', `The ${where} needs "audience": a string or a non-empty array of them.`);
+  }
+  const identifierClaim = raw.identifier_claim ?? 'sub';
+  if (typeof identifierClaim !== 'string' || identifierClaim === '') {
+    return fail('entry', `The ${where} has an "identifier_claim" that is not a claim name.`);
+  }
+  let algorithms: string[] = [...ASYMMETRIC_ALGORITHMS];
+  if (raw.algorithms !== undefined) {
+    if (!Array.isArray(raw.algorithms)) {
+      return fail('entry', `The ${where} has "algorithms" that is not an array.`);
+    }
+    // Anything outside the asymmetric list (none, HS256…) is dropped, whatever is configured.
+    algorithms = raw.algorithms.filter(
+      (item): item is string =>
+        typeof item === 'string' && (ASYMMETRIC_ALGORITHMS as readonly string[]).includes(item),
+    );
+    if (algorithms.length === 0) {
+      return fail(
+        'entry',
+        `The ${where} allows no usable algorithm (asymmetric only: ${ASYMMETRIC_ALGORITHMS.join(', ')}).`,
+      );
+    }
+  }
+  return {
+    provider,
+    issuer: raw.issuer as string,
+    jwksUri,
+    audience: audience as string[],
+    identifierClaim,
+    algorithms,
+  };
+}
+
+function checkAlgorithm(header: Record<string, unknown>, entry: ValidationEntry) {
+  const alg = header.alg;
+  if (typeof alg !== 'string' || !entry.algorithms.includes(alg)) {
+    return fail(
+      'algorithm',
+      `The token's algorithm ${JSON.stringify(alg ?? null)} is not allowed; allowed: ${entry.algorithms.join(', ')}.`,
+    );
+  }
+  return null;
+}
+
+function checkIdentifier(
+  claims: Record<string, unknown>,
+  entry: ValidationEntry,
+): string | CheckFailure {
+  const value = claims[entry.identifierClaim];
+  if (typeof value !== 'string' || !Value.Check(Identifier, value)) {
+    return fail(
+      'identifier',
+      `The "${entry.identifierClaim}" claim must be a string of 1–256 characters without control characters, not "." or "..".`,
+    );
+  }
+  return value;
+}
+
+function isUnavailable(error: unknown): boolean {
+  return (
+    error instanceof OutboundUnavailableError ||
+    error instanceof errors.JWKSTimeout ||
+    error instanceof errors.JWKSInvalid ||
+    // jose's "Expected 200 OK" and "Failed to parse" are plain JOSEErrors.
+    (error instanceof errors.JOSEError && error.code === 'ERR_JOSE_GENERIC')
+  );
+}
+
+/**
+ * The remote key set, except that when the provider cannot be reached the keys fetched
+ * before are used: an outage at the provider does not log anyone out while their key is known.
+ */
+function withCachedKeysOnOutage(remote: RemoteJWKSet): JWTVerifyGetKey {
+  return async function resolveKey(header, token): Promise<CryptoKey> {
+    try {
+      return await remote(header, token);
+    } catch (error) {
+      const cached = remote.jwks();
+      if (!isUnavailable(error) || cached === undefined) throw error;
+      try {
+        return await createLocalJWKSet(cached)(header, token);
+      } catch {
+        throw error; // no cached key fits: still unavailable, not a bad token
+      }
+    }
+  };
+}
+
+function classifyVerificationError(error: unknown, entry: ValidationEntry): CheckFailure {
+  if (error instanceof OutboundRefusedError) return fail('jwks_uri', `${error.message}.`);
+  if (isUnavailable(error)) {
+    return fail(
+      'jwks',
+      `The keys at ${entry.jwksUri.origin}${entry.jwksUri.pathname} cannot be fetched now and no cached key fits; retry later.`,
+      true,
+    );
+  }
+  if (
+    error instanceof errors.JWKSNoMatchingKey ||
+    error instanceof errors.JWKSMultipleMatchingKeys
+  ) {
+    return fail(
+      'key',
+      "No single key of the provider's JWKS matches the token's kid and algorithm.",
+    );
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed) {
+    return fail('signature', 'The signature does not verify.');
+  }
+  if (error instanceof errors.JWTExpired) {
+    return fail(
+      'expiry',
+      `The token expired (exp), beyond ${CLOCK_TOLERANCE_SECONDS} s of leeway.`,
+    );
+  }
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'aud') {
+      return fail('audience', `The token's audience is none of ${entry.audience.join(', ')}.`);
+    }
+    if (error.claim === 'nbf') {
+      return fail(
+        'not_before',
+        `The token is not valid yet (nbf), beyond ${CLOCK_TOLERANCE_SECONDS} s of leeway.`,
+      );
+    }
+    if (error.claim === 'exp') return fail('expiry', `The token has no valid "exp" claim.`);
+    if (error.claim === 'iss')
+      return fail('issuer', 'The token\'s "iss" does not match the entry.');
+    return fail('claims', `The "${error.claim}" claim is not valid: ${error.message}.`);
+  }
+  if (error instanceof errors.JOSEAlgNotAllowed) {
+    return fail('algorithm', `The token's algorithm is not accepted: ${error.message}.`);
+  }
+  if (error instanceof errors.JOSENotSupported) {
+    // The algorithm passed checkAlgorithm already: this is an unknown `crit` extension or the like.
+    return fail('format', `The token uses something Tessera does not support: ${error.message}.`);
+  }
+  if (error instanceof errors.JOSEError) {
+    return fail('format', `The token is not valid: ${error.message}.`);
+  }
+  throw error;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

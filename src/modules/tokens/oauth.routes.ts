@@ -1,0 +1,180 @@
+// The public, key-less endpoints of SPEC §7: discovery (/.well-known/…) and the OAuth 2.0
+// token endpoint. The token endpoint speaks RFC 6749, not RFC 9457: form-encoded requests,
+// `{ "error", "error_description" }` answers, `Cache-Control: no-store`.
+
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { toProblem } from '../../http/error-handler.js';
+import { JsonResponse } from '../../http/schemas.js';
+import type { AccessTokens } from './access-tokens.service.js';
+import {
+  JWKS_MAX_AGE_SECONDS,
+  SIGNING_ALGORITHMS,
+  type SigningKeys,
+} from './signing-keys.service.js';
+import {
+  ID_TOKEN_TYPE,
+  OAuthError,
+  TOKEN_EXCHANGE_GRANT,
+  type TokenExchange,
+} from './token-exchange.service.js';
+import {
+  ExchangeForm,
+  ExchangedToken,
+  Jwks,
+  OAuthErrorBody,
+  OpenIdConfiguration,
+} from './tokens.schemas.js';
+
+export const TOKEN_ENDPOINT = '/oauth2/token';
+export const JWKS_PATH = '/.well-known/jwks.json';
+const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+const tags = ['tokens'];
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+export function registerOAuthRoutes(
+  app: FastifyInstance,
+  deps: { signingKeys: SigningKeys; accessTokens: AccessTokens; tokenExchange: TokenExchange },
+): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const issuer = deps.accessTokens.issuer;
+
+  api.get(
+    JWKS_PATH,
+    {
+      schema: {
+        tags,
+        operationId: 'getJwks',
+        summary: "The public keys that verify Tessera's access tokens (RFC 7517)",
+        response: { 200: JsonResponse(Jwks, 'JSON Web Key Set') },
+      },
+    },
+    async function serveJwks(_request, reply) {
+      reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
+      return { keys: await deps.signingKeys.publishedKeys() };
+    },
+  );
+
+  api.get(
+    '/.well-known/openid-configuration',
+    {
+      schema: {
+        tags,
+        operationId: 'getOpenIdConfiguration',
+        summary: 'Discovery metadata: issuer, jwks_uri, token_endpoint',
+        response: { 200: JsonResponse(OpenIdConfiguration, 'Server metadata') },
+      },
+    },
+    async function serveDiscovery(_request, reply) {
+      reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
+      return {
+        issuer,
+        jwks_uri: `${issuer}${JWKS_PATH}`,
+        token_endpoint: `${issuer}${TOKEN_ENDPOINT}`,
+        grant_types_supported: [TOKEN_EXCHANGE_GRANT],
+        token_endpoint_auth_methods_supported: ['none'],
+        subject_token_types_supported: [ID_TOKEN_TYPE],
+        access_token_signing_alg_values_supported: [...SIGNING_ALGORITHMS],
+      };
+    },
+  );
+
+  // The token endpoint gets a scope of its own: form bodies only, OAuth errors only.
+  app.register(async function oauthTokenEndpoint(scope) {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      FORM_MEDIA_TYPE,
+      { parseAs: 'buffer' },
+      async function parseFormBody(_request: FastifyRequest, body: string | Buffer) {
+        return parseForm(Buffer.isBuffer(body) ? body : Buffer.from(body));
+      },
+    );
+    scope.setErrorHandler(function answerOAuthError(error, request, reply) {
+      return sendOAuthError(request, reply, toOAuthError(error, request));
+    });
+
+    scope.withTypeProvider<TypeBoxTypeProvider>().post(
+      TOKEN_ENDPOINT,
+      {
+        schema: {
+          tags,
+          operationId: 'exchangeToken',
+          summary: 'RFC 8693 token exchange: an outside ID token for a Tessera access token',
+          description:
+            'Form-encoded. No API key: the ID token is the credential. Errors follow RFC 6749 ' +
+            "§5.2; 503 `temporarily_unavailable` (with Retry-After) when the provider's keys " +
+            'cannot be fetched.',
+          consumes: [FORM_MEDIA_TYPE],
+          body: ExchangeForm,
+          response: {
+            200: JsonResponse(ExchangedToken, 'The access token'),
+            400: JsonResponse(
+              OAuthErrorBody,
+              'invalid_request, invalid_grant, unsupported_grant_type',
+            ),
+            401: JsonResponse(OAuthErrorBody, 'invalid_client'),
+            503: JsonResponse(OAuthErrorBody, 'temporarily_unavailable', ['retry-after']),
+          },
+        },
+      },
+      async function exchangeToken(request, reply) {
+        const result = await deps.tokenExchange.exchange(
+          (request.body ?? {}) as Record<string, string>,
+        );
+        reply.header('cache-control', 'no-store');
+        return result;
+      },
+    );
+  });
+}
+
+/** RFC 6749 §3.2: parameters without a value are omitted; none may be repeated. */
+function parseForm(body: Buffer): Record<string, string> {
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    throw new OAuthError('invalid_request', 'The request body is not valid UTF-8.');
+  }
+  const parameters: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (value === '') continue;
+    if (Object.hasOwn(parameters, name)) {
+      throw new OAuthError('invalid_request', `The parameter ${name} is given more than once.`);
+    }
+    parameters[name] = value;
+  }
+  return { ...parameters };
+}
+
+function toOAuthError(error: unknown, request: FastifyRequest): OAuthError {
+  if (error instanceof OAuthError) return error;
+  const failure = toProblem(error);
+  if (failure.status >= 500) {
+    if (failure.status !== 503) request.log.error({ err: error }, 'token request failed');
+    return failure.status === 503
+      ? new OAuthError('temporarily_unavailable', failure.detail, 503, failure.headers)
+      : new OAuthError(
+          'server_error',
+          `An unexpected error occurred. Quote request id ${request.id}.`,
+          500,
+        );
+  }
+  const detail =
+    failure.status === 415 ? `Send the request as ${FORM_MEDIA_TYPE}.` : failure.detail;
+  return new OAuthError('invalid_request', detail);
+}
+
+function sendOAuthError(request: FastifyRequest, reply: FastifyReply, failure: OAuthError) {
+  if (failure.error === 'invalid_grant' || failure.error === 'temporarily_unavailable') {
+    request.log.info(
+      { oauthError: failure.error, detail: failure.description },
+      'token exchange refused',
+    );
+  }
+  return reply
+    .status(failure.status)
+    .headers(failure.headers)
+    .header('cache-control', 'no-store')
+    .send({ error: failure.error, error_description: failure.description });
+}

@@ -1,0 +1,216 @@
+// The keys Tessera signs access tokens with (SPEC §7). They live in the store, so every
+// instance sharing a database signs with, and publishes, the same keys.
+//
+// Life of a key, derived from its stored times (nothing is ever updated in place):
+//   published from creation → signing from `activatesAt` (the first key at once; a key added
+//   by rotation only ACTIVATION_DELAY_MS later, so every instance and every verifier that
+//   caches the JWKS for its max-age has seen it before a token carries its kid) → retired
+//   when a newer key starts signing → still published until every token it can have signed
+//   has expired: the longest token lifetime (43,200 minutes) plus a minute of clock skew
+//   after retirement → no longer published.
+
+import { randomBytes } from 'node:crypto';
+import { type CryptoKey, type JWK, exportJWK, generateKeyPair, importJWK } from 'jose';
+import type { Clock } from '../../clock.js';
+import { DuplicateError } from '../../store/errors.js';
+import type { SigningKeyRecord, Store } from '../../store/store.js';
+
+export const SIGNING_ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
+export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
+
+/** How long an instance trusts its copy of the key list before reading the store again. */
+export const KEY_CACHE_MS = 30_000;
+/** A rotated key is published this long before it signs. */
+export const ACTIVATION_DELAY_MS = 10 * 60_000;
+/** `Cache-Control: max-age` of the JWKS; well below ACTIVATION_DELAY_MS - KEY_CACHE_MS. */
+export const JWKS_MAX_AGE_SECONDS = 300;
+/** The longest access token: jwt_expiration_in_minutes is at most 43,200 (30 days). */
+export const MAX_TOKEN_LIFETIME_MS = 43_200 * 60_000;
+const CLOCK_SKEW_MS = 60_000;
+
+export type SigningKeyState = 'pending' | 'active' | 'retired' | 'unpublished';
+
+export interface SigningKeyStatus {
+  kid: string;
+  generation: number;
+  algorithm: SigningAlgorithm;
+  state: SigningKeyState;
+  createdAt: number;
+  activatesAt: number;
+  /** When a newer key took over, or null. */
+  retiredAt: number | null;
+  /** Until when its public key is in the JWKS, or null while it signs or waits to. */
+  publishedUntil: number | null;
+}
+
+/** Each key's state at `now`, in generation order. */
+export function describeSigningKeys(keys: readonly SigningKeyRecord[], now: number) {
+  let activeIndex = 0;
+  keys.forEach((key, index) => {
+    if (key.activatesAt <= now) activeIndex = index;
+  });
+  return keys.map((key, index): SigningKeyStatus => {
+    const successors = keys.slice(index + 1).filter((later) => later.activatesAt <= now);
+    const retiredAt =
+      index < activeIndex ? Math.min(...successors.map((later) => later.activatesAt)) : null;
+    const publishedUntil =
+      retiredAt === null ? null : retiredAt + MAX_TOKEN_LIFETIME_MS + CLOCK_SKEW_MS;
+    const state: SigningKeyState =
+      index > activeIndex
+        ? 'pending'
+        : index === activeIndex
+          ? 'active'
+          : publishedUntil! > now
+            ? 'retired'
+            : 'unpublished';
+    return {
+      kid: key.kid,
+      generation: key.generation,
+      algorithm: key.algorithm,
+      state,
+      createdAt: key.createdAt,
+      activatesAt: key.activatesAt,
+      retiredAt,
+      publishedUntil,
+    };
+  });
+}
+
+/** A public key as the JWKS publishes it. */
+export type PublishedKey = JWK & { kty: string; kid: string; alg: string; use: 'sig' };
+
+export interface Signer {
+  kid: string;
+  algorithm: SigningAlgorithm;
+  key: CryptoKey;
+}
+
+export class SigningKeys {
+  #cache: { keys: SigningKeyRecord[]; loadedAt: number } | null = null;
+  readonly #imported = new Map<string, Promise<CryptoKey>>();
+
+  constructor(private readonly deps: { store: Store; clock: Clock; algorithm: SigningAlgorithm }) {}
+
+  /**
+   * Makes sure a key of the configured algorithm exists: on first start the first key
+   * (signing at once); after IAM_TOKEN_ALG changed, a new key, as a rotation. Safe when
+   * several instances start at once: the store lets one of them add each generation.
+   * Returns the key it added, or null.
+   */
+  async ensureSigningKey(): Promise<SigningKeyRecord | null> {
+    const keys = await this.#load(true);
+    const latest = keys.at(-1);
+    if (latest?.algorithm === this.deps.algorithm) return null;
+    return this.#add(latest, { retry: false });
+  }
+
+  /** Adds a key of the configured algorithm that starts signing after ACTIVATION_DELAY_MS. */
+  async rotate(): Promise<SigningKeyRecord> {
+    const keys = await this.#load(true);
+    const added = await this.#add(keys.at(-1), { retry: true });
+    return added!;
+  }
+
+  /** Every stored key with its state now (for operators). */
+  async listSigningKeys(): Promise<SigningKeyStatus[]> {
+    return describeSigningKeys(await this.#load(true), this.deps.clock.now());
+  }
+
+  /** The key to sign with now; creates the first key if the store has none. */
+  async currentSigner(): Promise<Signer> {
+    let keys = await this.#load(false);
+    if (keys.length === 0) {
+      await this.ensureSigningKey();
+      keys = await this.#load(true);
+    }
+    const statuses = describeSigningKeys(keys, this.deps.clock.now());
+    const index = statuses.findIndex((status) => status.state === 'active');
+    const record = keys[index]!;
+    return { kid: record.kid, algorithm: record.algorithm, key: await this.#import(record) };
+  }
+
+  /** The public keys verifiers need now: pending, active and retired-but-needed ones. */
+  async publishedKeys(): Promise<PublishedKey[]> {
+    const keys = await this.#load(false);
+    const statuses = describeSigningKeys(keys, this.deps.clock.now());
+    return keys
+      .filter((_, index) => statuses[index]!.state !== 'unpublished')
+      .map((key) => ({
+        ...(key.publicJwk as JWK),
+        kty: String(key.publicJwk.kty),
+        kid: key.kid,
+        alg: key.algorithm,
+        use: 'sig' as const,
+      }));
+  }
+
+  async #load(fresh: boolean): Promise<SigningKeyRecord[]> {
+    const now = this.deps.clock.now();
+    const cached = this.#cache;
+    if (
+      !fresh &&
+      cached !== null &&
+      now - cached.loadedAt < KEY_CACHE_MS &&
+      now >= cached.loadedAt
+    ) {
+      return cached.keys;
+    }
+    const keys = await this.deps.store.signingKeys.listSigningKeys();
+    this.#cache = { keys, loadedAt: now };
+    return keys;
+  }
+
+  async #add(
+    latest: SigningKeyRecord | undefined,
+    options: { retry: boolean },
+  ): Promise<SigningKeyRecord | null> {
+    for (let attempt = 0; ; attempt++) {
+      const now = this.deps.clock.now();
+      const record = await generateSigningKey(this.deps.algorithm, {
+        generation: (latest?.generation ?? 0) + 1,
+        createdAt: now,
+        activatesAt: latest === undefined ? now : now + ACTIVATION_DELAY_MS,
+      });
+      try {
+        await this.deps.store.signingKeys.insertSigningKey(record);
+        this.#cache = null;
+        return record;
+      } catch (error) {
+        // Another instance added this generation at the same moment.
+        if (!(error instanceof DuplicateError)) throw error;
+        if (!options.retry || attempt >= 3) {
+          this.#cache = null;
+          return null;
+        }
+        latest = (await this.#load(true)).at(-1);
+      }
+    }
+  }
+
+  #import(record: SigningKeyRecord): Promise<CryptoKey> {
+    let imported = this.#imported.get(record.kid);
+    if (imported === undefined) {
+      imported = importJWK(record.privateJwk as JWK, record.algorithm) as Promise<CryptoKey>;
+      this.#imported.set(record.kid, imported);
+    }
+    return imported;
+  }
+}
+
+async function generateSigningKey(
+  algorithm: SigningAlgorithm,
+  times: { generation: number; createdAt: number; activatesAt: number },
+): Promise<SigningKeyRecord> {
+  const { publicKey, privateKey } = await generateKeyPair(algorithm, {
+    extractable: true,
+    ...(algorithm === 'EdDSA' ? { crv: 'Ed25519' } : {}),
+  });
+  return {
+    // 128 random bits: unguessable, and safe in any URL or header.
+    kid: randomBytes(16).toString('base64url'),
+    algorithm,
+    publicJwk: { ...(await exportJWK(publicKey)) },
+    privateJwk: { ...(await exportJWK(privateKey)) },
+    ...times,
+  };
+}

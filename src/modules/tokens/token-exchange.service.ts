@@ -1,0 +1,231 @@
+// RFC 8693 token exchange for native apps (SPEC §7): an ID token from an outside provider
+// in, a Tessera access token out. The outside token is the only credential. The same
+// evaluation serves the integrators' dry run, which stops before creating anything.
+
+import { Value } from 'typebox/value';
+import type { Clock } from '../../clock.js';
+import { isEmail, isHttpUrl, isLanguageTag } from '../../http/formats.js';
+import { ProblemError } from '../../problems.js';
+import type { ApplicationRecord, Store, UserRecord } from '../../store/store.js';
+import { ClientId } from '../applications/applications.schemas.js';
+import { applicationNotFound } from '../applications/applications.service.js';
+import { type CreateUserBody, UserName } from '../users/users.schemas.js';
+import type { UsersService } from '../users/users.service.js';
+import type { AccessTokens } from './access-tokens.service.js';
+import type { CheckFailure, ExternalTokenVerifier, TokenInspection } from './external-tokens.js';
+
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+/** Seconds a caller should wait after the provider's keys could not be fetched. */
+export const PROVIDER_RETRY_AFTER_SECONDS = 5;
+
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unsupported_grant_type'
+  | 'temporarily_unavailable'
+  | 'server_error';
+
+/** An RFC 6749 §5.2 error response. */
+export class OAuthError extends Error {
+  override readonly name = 'OAuthError';
+  constructor(
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    readonly status = error === 'invalid_client' ? 401 : 400,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(description);
+  }
+}
+
+export interface ExchangeResult {
+  access_token: string;
+  issued_token_type: typeof ACCESS_TOKEN_TYPE;
+  token_type: 'Bearer';
+  expires_in: number;
+}
+
+/** What exchanging a token would do, for the dry run. */
+export interface Evaluation {
+  inspection: TokenInspection;
+  /** The user the token maps to, when it exists. */
+  existing: UserRecord | null;
+  /** The user an external-mode application would register, when it does not. */
+  registration: CreateUserBody | null;
+  /** The first check that failed, token or user. */
+  failure: CheckFailure | null;
+}
+
+export class TokenExchange {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      verifier: ExternalTokenVerifier;
+      accessTokens: AccessTokens;
+      users: UsersService;
+    },
+  ) {}
+
+  /** Runs the grant; throws OAuthError with the RFC 6749 code for every refusal. */
+  async exchange(parameters: Record<string, string>): Promise<ExchangeResult> {
+    checkGrantType(parameters);
+    const request = checkExchangeParameters(parameters);
+    const application = await this.#findClient(request.clientId);
+    const evaluation = await this.evaluate(application, request.subjectToken);
+    if (evaluation.failure !== null) throw refusal(evaluation.failure);
+    const user = evaluation.existing ?? (await this.#register(application, evaluation));
+    const issued = await this.deps.accessTokens.issue(application, user);
+    return {
+      access_token: issued.accessToken,
+      issued_token_type: ACCESS_TOKEN_TYPE,
+      token_type: 'Bearer',
+      expires_in: issued.expiresIn,
+    };
+  }
+
+  /** The dry run: every check of an exchange, nothing issued, nothing created. */
+  async evaluateForApplication(clientId: string, token: string): Promise<Evaluation> {
+    const application = await this.deps.store.applications.findApplication(clientId);
+    if (application === undefined) throw applicationNotFound(clientId);
+    return this.evaluate(application, token);
+  }
+
+  async evaluate(application: ApplicationRecord, token: string): Promise<Evaluation> {
+    const inspection = await this.deps.verifier.inspect(application, token);
+    const result: Evaluation = { inspection, existing: null, registration: null, failure: null };
+    if (inspection.failure !== null) return { ...result, failure: inspection.failure };
+    const identity = {
+      clientId: application.clientId,
+      provider: inspection.provider!,
+      identifier: inspection.identifier!,
+    };
+    const existing = await this.deps.store.users.findUser(identity);
+    if (existing !== undefined) return { ...result, existing };
+    if (application.mode === 'internal') {
+      return {
+        ...result,
+        failure: {
+          check: 'user',
+          detail: `Application "${application.clientId}" is in internal mode and has no user with provider "${identity.provider}" and this identifier; enrol the user first.`,
+          retryable: false,
+        },
+      };
+    }
+    const registration = registrationFromClaims(identity, inspection.claims!);
+    if (typeof registration === 'string') {
+      return { ...result, failure: { check: 'email', detail: registration, retryable: false } };
+    }
+    return { ...result, registration };
+  }
+
+  async #findClient(clientId: string): Promise<ApplicationRecord> {
+    const application = Value.Check(ClientId, clientId)
+      ? await this.deps.store.applications.findApplication(clientId)
+      : undefined;
+    if (application === undefined) {
+      throw new OAuthError('invalid_client', 'Unknown client_id.');
+    }
+    return application;
+  }
+
+  /** First login in external mode registers the user; a racing first login finds it. */
+  async #register(application: ApplicationRecord, evaluation: Evaluation): Promise<UserRecord> {
+    const body = evaluation.registration!;
+    try {
+      return await this.deps.users.createUser(application.clientId, body);
+    } catch (error) {
+      if (!(error instanceof ProblemError)) throw error;
+      if (error.kind === 'conflict') {
+        const user = await this.deps.store.users.findUser({
+          clientId: application.clientId,
+          provider: body.provider,
+          identifier: body.identifier,
+        });
+        if (user !== undefined) return user;
+      }
+      if (error.kind === 'not-found') throw new OAuthError('invalid_client', 'Unknown client_id.');
+      throw error;
+    }
+  }
+}
+
+function checkGrantType(parameters: Record<string, string>): void {
+  const grantType = parameters.grant_type;
+  if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is missing.');
+  if (grantType !== TOKEN_EXCHANGE_GRANT) {
+    throw new OAuthError(
+      'unsupported_grant_type',
+      `Only grant_type=${TOKEN_EXCHANGE_GRANT} is supported.`,
+    );
+  }
+}
+
+function checkExchangeParameters(parameters: Record<string, string>) {
+  for (const name of ['client_id', 'subject_token', 'subject_token_type'] as const) {
+    if (parameters[name] === undefined) {
+      throw new OAuthError('invalid_request', `${name} is missing.`);
+    }
+  }
+  if (parameters.subject_token_type !== ID_TOKEN_TYPE) {
+    throw new OAuthError('invalid_request', `subject_token_type must be ${ID_TOKEN_TYPE}.`);
+  }
+  const requested = parameters.requested_token_type;
+  if (requested !== undefined && requested !== ACCESS_TOKEN_TYPE) {
+    throw new OAuthError(
+      'invalid_request',
+      `requested_token_type can only be ${ACCESS_TOKEN_TYPE}.`,
+    );
+  }
+  if (parameters.actor_token !== undefined || parameters.actor_token_type !== undefined) {
+    throw new OAuthError('invalid_request', 'Delegation (actor_token) is not supported.');
+  }
+  return { clientId: parameters.client_id!, subjectToken: parameters.subject_token! };
+}
+
+function refusal(failure: CheckFailure): OAuthError {
+  if (failure.retryable) {
+    return new OAuthError('temporarily_unavailable', failure.detail, 503, {
+      'retry-after': String(PROVIDER_RETRY_AFTER_SECONDS),
+    });
+  }
+  return new OAuthError('invalid_grant', `${failure.check}: ${failure.detail}`);
+}
+
+/**
+ * The user first login registers (SPEC §7): profile from the token's claims, empty roles
+ * and scopes. Returns why not when the token carries no usable e-mail address.
+ */
+export function registrationFromClaims(
+  identity: { provider: string; identifier: string },
+  claims: Record<string, unknown>,
+): CreateUserBody | string {
+  const { email, name, locale, picture } = claims;
+  if (typeof email !== 'string' || email.length > 254 || !isEmail(email)) {
+    return 'The token has no valid "email" claim, and registering a user needs one.';
+  }
+  return {
+    provider: identity.provider,
+    identifier: identity.identifier,
+    name:
+      typeof name === 'string' && Value.Check(UserName, name)
+        ? name.trim()
+        : nameFromIdentifier(identity.identifier),
+    email,
+    locale:
+      typeof locale === 'string' && locale.length <= 35 && isLanguageTag(locale) ? locale : 'en',
+    avatar:
+      typeof picture === 'string' && picture.length <= 2048 && isHttpUrl(picture) ? picture : null,
+    roles: [],
+    scopes: [],
+  };
+}
+
+/** A name is 1–200 characters after trimming; an identifier may be longer or blank. */
+function nameFromIdentifier(identifier: string): string {
+  const name = Array.from(identifier.trim()).slice(0, 200).join('').trim();
+  return name === '' ? 'Unnamed user' : name;
+}
