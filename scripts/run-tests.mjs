@@ -57,7 +57,7 @@ function run(label, files, env) {
       'tsx',
       '--test',
       '--test-concurrency=2',
-      '--test-timeout=300000',
+      '--test-timeout=600000',
       ...options,
       ...files,
     ],

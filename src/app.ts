@@ -18,7 +18,7 @@ import {
   toProblem,
 } from './http/error-handler.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
-import { CursorCodec } from './http/pagination.js';
+import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -213,7 +213,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerOAuthRoutes(app, services);
 
   const cursors = new CursorCodec(
-    await store.settings.getOrCreateSetting('cursor-secret', randomBytes(32).toString('base64url')),
+    await store.settings.getOrCreateSetting(
+      CURSOR_SECRET_SETTING,
+      randomBytes(32).toString('base64url'),
+    ),
   );
 
   await app.register(

@@ -79,7 +79,16 @@ export class ProblemError extends Error {
 }
 
 export function problem(kind: ProblemKind, detail: string, options?: ProblemOptions): ProblemError {
-  return new ProblemError(kind, detail, options);
+  if (problemKinds[kind].status >= 500) return new ProblemError(kind, detail, options);
+  // A 4xx is an answer, not a fault: nobody reads its stack trace, and capturing one costs
+  // more than the rest of a refused request (the 401 path).
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new ProblemError(kind, detail, options);
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
 }
 
 /** A 400 for one or more invalid inputs; `detail` summarises them for humans. */
@@ -89,7 +98,7 @@ export function invalid(errors: InvalidParam[]): ProblemError {
     .map((error) => `${describeLocation(error)} ${error.detail}`)
     .join('; ');
   const more = errors.length > 3 ? ` (and ${errors.length - 3} more)` : '';
-  return new ProblemError('validation-failed', `${described}${more}.`, { errors });
+  return problem('validation-failed', `${described}${more}.`, { errors });
 }
 
 function describeLocation(error: InvalidParam): string {

@@ -97,8 +97,8 @@ export async function buildTestApp(
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
-    timeouts?: AppOptions['timeouts'];
     tokens?: Partial<TokenSettings>;
+    timeouts?: AppOptions['timeouts'];
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());

@@ -13,6 +13,9 @@ const MAC_LENGTH = 16;
 
 export const DEFAULT_PAGE_SIZE = 100;
 
+/** The store setting holding the cursors' HMAC secret (created on first start). */
+export const CURSOR_SECRET_SETTING = 'cursor-secret';
+
 export class CursorCodec {
   readonly #secret: Buffer;
 

@@ -169,7 +169,38 @@ export const NotModified = Type.Null({ description: 'Not modified: your copy is 
 
 export const apiKeySecurity = [{ apiKey: [] }];
 
-/** Epoch milliseconds → RFC 3339 UTC with millisecond precision. */
+const DAY_MS = 86_400_000;
+/** Date.prototype.toISOString writes 4-digit years (YYYY-MM-DDT…) only from 0000 to 9999. */
+const FOUR_DIGIT_YEARS_END = Date.UTC(10_000, 0, 1);
+/** `YYYY-MM-DDT` by day number; timestamps cluster on few days. Starts over when full. */
+const dayPrefixes = new Map<number, string>();
+const MAX_CACHED_DAYS = 4096;
+
+function twoDigits(value: number): string {
+  return value < 10 ? `0${value}` : `${value}`;
+}
+
+/**
+ * Epoch milliseconds → RFC 3339 UTC with millisecond precision, exactly as
+ * Date.prototype.toISOString writes it. Lists format two per item, so the date part comes
+ * from a cache and the time of day is formatted here: a few times faster than toISOString.
+ */
 export function toTimestamp(epochMillis: number): string {
-  return new Date(epochMillis).toISOString();
+  if (!Number.isInteger(epochMillis) || epochMillis < 0 || epochMillis >= FOUR_DIGIT_YEARS_END) {
+    return new Date(epochMillis).toISOString();
+  }
+  const day = Math.floor(epochMillis / DAY_MS);
+  let prefix = dayPrefixes.get(day);
+  if (prefix === undefined) {
+    if (dayPrefixes.size >= MAX_CACHED_DAYS) dayPrefixes.clear();
+    prefix = new Date(day * DAY_MS).toISOString().slice(0, 11);
+    dayPrefixes.set(day, prefix);
+  }
+  const ofDay = epochMillis - day * DAY_MS;
+  const millis = ofDay % 1000;
+  const seconds = Math.floor(ofDay / 1000);
+  return (
+    `${prefix}${twoDigits(Math.floor(seconds / 3600))}:${twoDigits(Math.floor(seconds / 60) % 60)}:` +
+    `${twoDigits(seconds % 60)}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`
+  );
 }

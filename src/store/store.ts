@@ -108,6 +108,11 @@ export interface ApplicationRepository {
 export interface UserRepository {
   /** Inserts a user. DuplicateError for an existing identity; MissingParentError without its application. */
   insertUser(user: UserRecord): Promise<void>;
+  /**
+   * Inserts many users in one transaction (imports, seeding): all of them, or none when any
+   * fails, with insertUser's errors.
+   */
+  insertUsers(users: readonly UserRecord[]): Promise<void>;
   /** The user, or undefined. */
   findUser(identity: UserIdentity): Promise<UserRecord | undefined>;
   /** Users of one application matching every given filter, ordered by (provider, identifier) in byte order. */

@@ -40,7 +40,7 @@ function identityOf(params: UserParams): UserIdentity {
 }
 
 /** Cursors are bound to the list they came from: the application and every filter. */
-function cursorScope(filter: UserFilter): string {
+export function cursorScope(filter: UserFilter): string {
   return JSON.stringify([
     'users',
     filter.clientId,

@@ -76,6 +76,35 @@ export function describeUsersContract(ctx: ContractContext): void {
       assert.equal(await ctx.store.users.findUser(identityOf(orphan)), undefined);
     });
 
+    it('inserts many users at once with insertUsers, or none of them', async () => {
+      // More than one INSERT statement's worth, so the all-or-nothing spans statements.
+      const many = Array.from({ length: 2500 }, (_, index) =>
+        userRecord('app', 'google_oauth2', `bulk-${String(index).padStart(4, '0')}`, {
+          roles: [`role-${index}`],
+          scopes: ['org:acme'],
+        }),
+      );
+      await ctx.store.users.insertUsers(many);
+      assert.equal(await ctx.store.users.countUsers(usersOf('app')), many.length);
+      assert.deepEqual(await ctx.store.users.findUser(identityOf(many[2499]!)), many[2499]);
+      await ctx.store.users.insertUsers([]);
+
+      const fresh = Array.from({ length: 1500 }, (_, index) =>
+        userRecord('other', 'github_oauth', `fresh-${index}`),
+      );
+      // The duplicate sits in the second statement: the first one's rows are undone too.
+      await assert.rejects(
+        ctx.store.users.insertUsers([...fresh, { ...many[0]!, name: 'Again' }]),
+        DuplicateError,
+      );
+      await assert.rejects(
+        ctx.store.users.insertUsers([...fresh, userRecord('ghost', 'google_oauth2', 'orphan')]),
+        MissingParentError,
+      );
+      assert.equal(await ctx.store.users.countUsers(usersOf('other')), 0);
+      assert.deepEqual(await ctx.store.users.findUser(identityOf(many[0]!)), many[0]);
+    });
+
     it('lists in byte order of (provider, identifier), in keyset pages', async () => {
       const providers = ['ab_cd', 'ab_c-d', 'ab_c', 'ab_c0', 'a_b'];
       const identifiers = ['a', 'aa', 'a a', 'B', 'é', '\uE000', '\uFFFD', '😀', '~', '請'];

@@ -51,7 +51,10 @@ export function toApplicationRow(record: ApplicationRecord): Insertable<Applicat
   };
 }
 
-export function toUserRecord(row: Selectable<UsersTable>): UserRecord {
+/** The columns a UserRecord is read from. */
+export type UserRow = Omit<Selectable<UsersTable>, 'user_key' | 'email_normalized'>;
+
+export function toUserRecord(row: UserRow): UserRecord {
   return {
     clientId: row.application,
     provider: row.provider,

@@ -5,10 +5,17 @@ import type {
   PageQuery,
 } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
+import { precompile } from './precompiled.js';
 import { toApplicationRecord, toApplicationRow } from './rows.js';
 
 export class SqlApplicationRepository implements ApplicationRepository {
-  constructor(private readonly sql: SqlExecutor) {}
+  readonly #findApplication;
+
+  constructor(private readonly sql: SqlExecutor) {
+    this.#findApplication = precompile((arg) =>
+      sql.db.selectFrom('applications').selectAll().where('client_id', '=', arg<string>(0)),
+    );
+  }
 
   async insertApplication(application: ApplicationRecord): Promise<void> {
     await this.sql.write([
@@ -17,13 +24,7 @@ export class SqlApplicationRepository implements ApplicationRepository {
   }
 
   async findApplication(clientId: string): Promise<ApplicationRecord | undefined> {
-    const rows = await this.sql.select(
-      this.sql.db
-        .selectFrom('applications')
-        .selectAll()
-        .where('client_id', '=', clientId)
-        .compile(),
-    );
+    const rows = await this.sql.select(this.#findApplication(clientId));
     return rows[0] && toApplicationRecord(rows[0]);
   }
 

@@ -6,49 +6,153 @@ import type {
   UserRecord,
   UserRepository,
 } from '../store.js';
+import type { CompiledQuery, Insertable, Updateable } from 'kysely';
 import type { SqlExecutor } from './sql-executor.js';
-import { normalizeEmail, toUserRecord, toUserRow } from './rows.js';
-import { encodeUserKey, providerKeyRange } from './tables.js';
+import { type Parameter, precompile } from './precompiled.js';
+import { type UserRow, normalizeEmail, toUserRecord, toUserRow } from './rows.js';
+import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
+
+// Rows per INSERT statement: 14 parameters a row stays below SQLite's limit of 32,766 bound
+// parameters and PostgreSQL's of 65,535.
+const ROWS_PER_INSERT = 1000;
+
+/** Every column of a users row, in the order precompiled writes bind them. */
+const ROW_COLUMNS = [
+  'application',
+  'user_key',
+  'provider',
+  'identifier',
+  'name',
+  'avatar',
+  'email',
+  'email_normalized',
+  'locale',
+  'roles',
+  'scopes',
+  'created_at',
+  'updated_at',
+  'etag',
+] as const satisfies readonly (keyof UsersTable)[];
+
+type Column = (typeof ROW_COLUMNS)[number];
+
+function columnsWithout(...excluded: Column[]): Column[] {
+  return ROW_COLUMNS.filter((column) => !excluded.includes(column));
+}
+
+/** What a user record is made of; the derived columns (user_key, email_normalized) are not read. */
+const USER_COLUMNS = columnsWithout('user_key', 'email_normalized');
+
+/** The columns a replace changes: all but the identity and the creation time. */
+const CHANGED_COLUMNS = columnsWithout(
+  'application',
+  'user_key',
+  'provider',
+  'identifier',
+  'created_at',
+);
+
+/** `{ column: arg(i) }` for the columns, in order from `first`. */
+function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
+  return Object.fromEntries(columns.map((column, index) => [column, arg(first + index)]));
+}
 
 export class SqlUserRepository implements UserRepository {
-  constructor(private readonly sql: SqlExecutor) {}
+  readonly #findUser;
+  readonly #insertUser;
+  readonly #replaceUser;
+  /** Inserts ROWS_PER_INSERT users; compiled on the first bulk insert that fills one. */
+  #insertFullChunk: ((...args: unknown[]) => CompiledQuery) | undefined;
+  readonly #pages = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
+
+  constructor(private readonly sql: SqlExecutor) {
+    this.#findUser = precompile((arg) =>
+      sql.db
+        .selectFrom('users')
+        .select(USER_COLUMNS)
+        .where('application', '=', arg<string>(0))
+        .where('user_key', '=', arg<string>(1)),
+    );
+    this.#insertUser = precompile((arg) =>
+      sql.db
+        .insertInto('users')
+        .values(boundColumns(ROW_COLUMNS, arg) as unknown as Insertable<UsersTable>),
+    );
+    this.#replaceUser = precompile((arg) =>
+      sql.db
+        .updateTable('users')
+        .set(boundColumns(CHANGED_COLUMNS, arg) as Updateable<UsersTable>)
+        .where('application', '=', arg<string>(CHANGED_COLUMNS.length))
+        .where('user_key', '=', arg<string>(CHANGED_COLUMNS.length + 1))
+        .where('etag', '=', arg<string>(CHANGED_COLUMNS.length + 2)),
+    );
+  }
 
   async insertUser(user: UserRecord): Promise<void> {
-    await this.sql.write([this.sql.db.insertInto('users').values(toUserRow(user)).compile()]);
+    const row = toUserRow(user);
+    await this.sql.write([this.#insertUser(...ROW_COLUMNS.map((column) => row[column]))]);
+  }
+
+  async insertUsers(users: readonly UserRecord[]): Promise<void> {
+    if (users.length === 0) return;
+    const statements = [];
+    for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
+      const rows = users.slice(start, start + ROWS_PER_INSERT).map(toUserRow);
+      if (rows.length < ROWS_PER_INSERT) {
+        statements.push(this.sql.db.insertInto('users').values(rows).compile());
+        continue;
+      }
+      this.#insertFullChunk ??= precompile((arg) =>
+        this.sql.db
+          .insertInto('users')
+          .values(
+            Array.from(
+              { length: ROWS_PER_INSERT },
+              (_, index) =>
+                boundColumns(
+                  ROW_COLUMNS,
+                  arg,
+                  index * ROW_COLUMNS.length,
+                ) as unknown as Insertable<UsersTable>,
+            ),
+          ),
+      );
+      statements.push(
+        this.#insertFullChunk(...rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]))),
+      );
+    }
+    await this.sql.write(statements);
   }
 
   async findUser(identity: UserIdentity): Promise<UserRecord | undefined> {
     const rows = await this.sql.select(
-      this.sql.db
-        .selectFrom('users')
-        .selectAll()
-        .where('application', '=', identity.clientId)
-        .where('user_key', '=', encodeUserKey(identity.provider, identity.identifier))
-        .compile(),
+      this.#findUser(identity.clientId, encodeUserKey(identity.provider, identity.identifier)),
     );
     return rows[0] && toUserRecord(rows[0]);
   }
 
   async listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
-    let query = this.filtered(filter);
-    // Keyset condition in the `application = ? AND user_key > ?` form, so the engine walks
-    // the primary-key range: a deep page costs what the first one does.
-    if (page.after !== null) {
-      query = query.where(
-        'user_key',
-        '>',
-        encodeUserKey(page.after.provider, page.after.identifier),
-      );
+    // One compiled query per combination of filters (and first or later page).
+    const shape = `${filterShape(filter)}${page.after === null ? '' : 'after'}`;
+    let query = this.#pages.get(shape);
+    if (query === undefined) {
+      query = precompile((arg) => {
+        let built = this.filtered(filter, arg);
+        // Keyset condition in the `application = ? AND user_key > ?` form, so the engine
+        // walks the primary-key range: a deep page costs what the first one does.
+        if (page.after !== null) built = built.where('user_key', '>', arg<string>(AFTER));
+        return built.select(USER_COLUMNS).orderBy('user_key').limit(arg<number>(LIMIT));
+      });
+      this.#pages.set(shape, query);
     }
-    const rows = await this.sql.select(
-      query.selectAll().orderBy('user_key').limit(page.limit).compile(),
-    );
+    const rows = await this.sql.select(query(...filterArguments(filter, page.after, page.limit)));
     return rows.map(toUserRecord);
   }
 
   async countUsers(filter: UserFilter): Promise<number> {
+    const args = filterArguments(filter, null, 0);
     const [row] = await this.sql.select(
-      this.filtered(filter)
+      this.filtered(filter, (index) => args[index] as never)
         .select((eb) => eb.fn.countAll<number | string>().as('count'))
         .compile(),
     );
@@ -56,22 +160,14 @@ export class SqlUserRepository implements UserRepository {
   }
 
   async replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean> {
-    const {
-      application,
-      user_key: userKey,
-      provider: _provider,
-      identifier: _identifier,
-      created_at: _createdAt,
-      ...changes
-    } = toUserRow(next);
+    const row = toUserRow(next);
     const [changed] = await this.sql.write([
-      this.sql.db
-        .updateTable('users')
-        .set(changes)
-        .where('application', '=', application)
-        .where('user_key', '=', userKey)
-        .where('etag', '=', expectedEtag)
-        .compile(),
+      this.#replaceUser(
+        ...CHANGED_COLUMNS.map((column) => row[column]),
+        row.application,
+        row.user_key,
+        expectedEtag,
+      ),
     ]);
     return changed === 1;
   }
@@ -88,21 +184,53 @@ export class SqlUserRepository implements UserRepository {
     return changed === 1;
   }
 
-  private filtered(filter: UserFilter) {
-    let query = this.sql.db.selectFrom('users').where('application', '=', filter.clientId);
+  /** The users of filter.clientId matching every filter; values come from `arg` (see filterArguments). */
+  private filtered(filter: UserFilter, arg: Parameter) {
+    let query = this.sql.db.selectFrom('users').where('application', '=', arg<string>(CLIENT_ID));
     if (filter.provider !== null) {
-      const range = providerKeyRange(filter.provider);
-      query = query.where('user_key', '>=', range.from).where('user_key', '<', range.to);
+      query = query
+        .where('user_key', '>=', arg<string>(PROVIDER_FROM))
+        .where('user_key', '<', arg<string>(PROVIDER_TO));
     }
     if (filter.email !== null) {
-      query = query.where('email_normalized', '=', normalizeEmail(filter.email));
+      query = query.where('email_normalized', '=', arg<string>(EMAIL));
     }
     if (filter.role !== null) {
-      query = query.where(this.sql.flavor.jsonArrayContains('users.roles', filter.role));
+      query = query.where(this.sql.flavor.jsonArrayContains('users.roles', arg<string>(ROLE)));
     }
     if (filter.scope !== null) {
-      query = query.where(this.sql.flavor.jsonArrayContains('users.scopes', filter.scope));
+      query = query.where(this.sql.flavor.jsonArrayContains('users.scopes', arg<string>(SCOPE)));
     }
     return query;
   }
+}
+
+// Positions of the values a user query binds (filterArguments).
+const CLIENT_ID = 0;
+const PROVIDER_FROM = 1;
+const PROVIDER_TO = 2;
+const EMAIL = 3;
+const ROLE = 4;
+const SCOPE = 5;
+const AFTER = 6;
+const LIMIT = 7;
+
+function filterArguments(filter: UserFilter, after: UserPosition | null, limit: number): unknown[] {
+  const range = filter.provider === null ? null : providerKeyRange(filter.provider);
+  return [
+    filter.clientId,
+    range?.from,
+    range?.to,
+    filter.email === null ? null : normalizeEmail(filter.email),
+    filter.role,
+    filter.scope,
+    after === null ? null : encodeUserKey(after.provider, after.identifier),
+    limit,
+  ];
+}
+
+function filterShape(filter: UserFilter): string {
+  return [filter.provider, filter.email, filter.role, filter.scope]
+    .map((value) => (value === null ? '-' : '+'))
+    .join('');
 }

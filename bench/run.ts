@@ -1,0 +1,696 @@
+// `npm run bench`: Tessera against the ceiling of this machine. See bench/README.md.
+//
+// For each store: seed one application with BENCH_USERS users through the store (in
+// batches, before the server starts), start the built server as its own process
+// (`node dist/main.js`, what `npm start` runs), and a bare node:http server that answers
+// the same bytes (bench/bare-server.mjs). Then, per scenario, drive both from this process
+// with autocannon under the same settings, alternating which goes first, ROUNDS times, and
+// report medians and Tessera's rate as a ratio to the bare server's.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { CURSOR_SECRET_SETTING, CursorCodec } from '../src/http/pagination.js';
+import { newVersion } from '../src/modules/conditional-writes.js';
+import { cursorScope } from '../src/modules/users/users.routes.js';
+import { openStore } from '../src/store/open-store.js';
+import type { UserRecord } from '../src/store/store.js';
+import { POSTGRES_DEFAULTS } from '../src/store/postgres/postgres-store.js';
+import { type ServerProcess, repository, startServerProcess } from '../test/server-process.js';
+
+const CONNECTIONS = 32;
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 3);
+const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 1);
+const ROUNDS = 3;
+const USERS = Number(process.env.BENCH_USERS ?? 1_000_000);
+const DEEP_ROW = Math.floor(USERS * 0.9);
+const SEED_BATCH = 10_000;
+const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
+/** For working on one scenario: a comma-separated subset of the scenario names. */
+const ONLY = process.env.BENCH_SCENARIOS?.split(',');
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const PREFIX = '/iam/api/v1';
+const CLIENT_ID = 'bench-app';
+const PROVIDER = 'google_oauth2';
+const OUT_DIR = join(repository, 'bench', 'results');
+
+type StoreKind = 'sqlite' | 'postgres';
+
+/** One request: what autocannon sends. */
+interface RequestShape {
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+interface Scenario {
+  name: string;
+  description: string;
+  /** The status every response must have. */
+  expect: number;
+  /** A fresh request each call (random user, new identifier, …). */
+  next: () => RequestShape;
+  /** One request per method the scenario sends, whose answers the bare server replays. */
+  samples: () => RequestShape[];
+}
+
+interface Target {
+  scenario: string;
+  description: string;
+  check: (
+    results: Map<string, ScenarioResult>,
+    peakRssMb: number,
+  ) => { value: number; met: boolean };
+}
+
+interface RunFigures {
+  rps: number;
+  /** The server's CPU time (user + system) per answered request, in µs. */
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  /** Responses with a status other than the expected one, plus errors and timeouts. */
+  unexpected: number;
+  statusCodes: Record<string, number>;
+}
+
+interface ScenarioResult {
+  name: string;
+  description: string;
+  tessera: { rps: number; cpuUs: number; p50: number; p99: number; peakRssMb: number };
+  bare: { rps: number; cpuUs: number; p50: number; p99: number };
+  ratio: number;
+  rounds: { tessera: RunFigures; bare: RunFigures; ratio: number }[];
+  unexpected: number;
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+// Users are google_oauth2 subjects "1" + 14 digits, so row n (from 0) is identifier(n).
+const identifier = (n: number) => `1${String(n).padStart(14, '0')}`;
+const randomUser = () => identifier(Math.floor(Math.random() * USERS));
+const userPath = (id: string) => `${PREFIX}/applications/${CLIENT_ID}/users/${PROVIDER}/${id}`;
+
+function seedUser(n: number, now: number): UserRecord {
+  return {
+    clientId: CLIENT_ID,
+    provider: PROVIDER,
+    identifier: identifier(n),
+    name: `Bench User ${n}`,
+    avatar: n % 2 === 0 ? `https://cdn.example.com/avatars/${n}.png` : null,
+    email: `user${n}@example.com`,
+    locale: 'en-GB',
+    roles: ['member', 'billing:read'],
+    scopes: ['org:acme'],
+    createdAt: now,
+    updatedAt: now,
+    etag: newVersion(),
+  };
+}
+
+function scenarios(apiKey: string, deepCursor: string): Scenario[] {
+  const auth = { authorization: `apikey ${apiKey}` };
+  const json = { ...auth, 'content-type': 'application/json' };
+  let written = 0;
+  const getUser = (): RequestShape => ({
+    method: 'GET',
+    path: userPath(randomUser()),
+    headers: auth,
+  });
+  const putUser = (): RequestShape => ({
+    method: 'PUT',
+    path: userPath(randomUser()),
+    headers: json,
+    body: JSON.stringify({
+      name: `Renamed ${++written}`,
+      email: `renamed${written}@example.com`,
+      locale: 'en-GB',
+      roles: ['member'],
+      scopes: ['org:acme'],
+    }),
+  });
+  const createUser = (): RequestShape => ({
+    method: 'POST',
+    path: `${PREFIX}/applications/${CLIENT_ID}/users`,
+    headers: json,
+    body: JSON.stringify({
+      // Sorts after google_oauth2: the list scenarios' pages stay the same.
+      provider: 'okta_oidc',
+      identifier: `new-${process.pid}-${++written}`,
+      name: 'New User',
+      email: `new${written}@example.com`,
+      locale: 'de-CH',
+      roles: ['member'],
+      scopes: ['org:acme'],
+    }),
+  });
+  const fixed = (shape: RequestShape) => ({ next: () => shape, samples: () => [shape] });
+  const list = `${PREFIX}/applications/${CLIENT_ID}/users?limit=100`;
+  return [
+    {
+      name: 'get-application',
+      description: 'GET an application',
+      expect: 200,
+      ...fixed({ method: 'GET', path: `${PREFIX}/applications/${CLIENT_ID}`, headers: auth }),
+    },
+    {
+      name: 'get-user',
+      description: `GET a random user of ${USERS.toLocaleString('en')}`,
+      expect: 200,
+      next: getUser,
+      samples: () => [getUser()],
+    },
+    {
+      name: 'list-users-first',
+      description: 'list users, first page (limit 100)',
+      expect: 200,
+      ...fixed({ method: 'GET', path: list, headers: auth }),
+    },
+    {
+      name: 'list-users-deep',
+      description: `list users, page at row ${DEEP_ROW.toLocaleString('en')} (limit 100)`,
+      expect: 200,
+      ...fixed({
+        method: 'GET',
+        path: `${list}&cursor=${encodeURIComponent(deepCursor)}`,
+        headers: auth,
+      }),
+    },
+    {
+      name: 'create-user',
+      description: 'create a user (POST)',
+      expect: 201,
+      next: createUser,
+      samples: () => [createUser()],
+    },
+    {
+      name: 'put-user',
+      description: 'replace a random user (PUT)',
+      expect: 200,
+      next: putUser,
+      samples: () => [putUser()],
+    },
+    {
+      name: 'wrong-key',
+      description: 'a wrong API key (401)',
+      expect: 401,
+      ...fixed({
+        method: 'GET',
+        path: `${PREFIX}/applications/${CLIENT_ID}`,
+        headers: { authorization: `apikey tsr_${randomBytes(32).toString('base64url')}` },
+      }),
+    },
+    {
+      name: 'mixed',
+      description: 'mixed: 90% GET user, 10% PUT user',
+      expect: 200,
+      next: () => (Math.random() < 0.9 ? getUser() : putUser()),
+      samples: () => [getUser(), putUser()],
+    },
+  ];
+}
+
+const TARGETS: Record<StoreKind, Target[]> = {
+  sqlite: [
+    ratioTarget('get-user', 0.6),
+    ratioTarget('list-users-first', 0.25),
+    ratioTarget('create-user', 0.35),
+    ratioTarget('wrong-key', 0.6),
+    {
+      scenario: 'list-users-deep',
+      description: 'first page req/s / deep page req/s <= 1.2',
+      check: (results) => {
+        const value =
+          results.get('list-users-first')!.tessera.rps /
+          results.get('list-users-deep')!.tessera.rps;
+        return { value, met: value <= 1.2 };
+      },
+    },
+    {
+      scenario: '(all)',
+      description: `peak server RSS < 200 MB with ${USERS.toLocaleString('en')} users`,
+      check: (_results, peakRssMb) => ({ value: peakRssMb, met: peakRssMb < 200 }),
+    },
+  ],
+  postgres: [ratioTarget('get-user', 0.35)],
+};
+
+function ratioTarget(scenario: string, minimum: number): Target {
+  return {
+    scenario,
+    description: `ratio >= ${minimum}`,
+    check: (results) => {
+      const value = results.get(scenario)!.ratio;
+      return { value, met: value >= minimum };
+    },
+  };
+}
+
+// --- processes --------------------------------------------------------------------------
+
+/** Resident set of a process in MB, now and at its peak (Linux /proc); NaN elsewhere. */
+/** CPU time a process used so far (user + system), in µs (Linux /proc, 100 ticks/s); NaN elsewhere. */
+function cpuTimeOf(pid: number): number {
+  try {
+    // Fields after the parenthesised command name: state is the 3rd, utime the 14th, stime the 15th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
+function memoryOf(pid: number): { rss: number; peak: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) =>
+      Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
+    return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  } catch {
+    return { rss: NaN, peak: NaN };
+  }
+}
+
+interface BareServer {
+  child: ChildProcess;
+  port: number;
+  answer: (responses: Record<string, CapturedResponse>) => Promise<void>;
+  stop: () => void;
+}
+
+async function startBareServer(): Promise<BareServer> {
+  const child = spawn(process.execPath, [join(repository, 'bench', 'bare-server.mjs')], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`the bare server exited (${code})`)));
+  });
+  return {
+    child,
+    port,
+    answer: (responses) =>
+      new Promise((resolve) => {
+        child.once('message', () => resolve());
+        child.send({ responses });
+      }),
+    stop: () => child.kill('SIGTERM'),
+  };
+}
+
+interface CapturedResponse {
+  status: number;
+  headers: string[];
+  body: string;
+}
+
+// Headers Node's http server writes itself, on both servers alike.
+const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** Sends one request and records the response's status, headers and body bytes. */
+function capture(port: number, shape: RequestShape): Promise<CapturedResponse> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: shape.method,
+        path: shape.path,
+        headers: shape.headers,
+        agent: false,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const headers: string[] = [];
+          for (let i = 0; i < response.rawHeaders.length; i += 2) {
+            const name = response.rawHeaders[i]!;
+            if (!TRANSPORT_HEADERS.has(name.toLowerCase())) {
+              headers.push(name, response.rawHeaders[i + 1]!);
+            }
+          }
+          resolve({
+            status: response.statusCode!,
+            headers,
+            body: Buffer.concat(chunks).toString('base64'),
+          });
+        });
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(shape.body);
+  });
+}
+
+async function drive(
+  server: { port: number; pid: number },
+  scenario: Scenario,
+  seconds: number,
+): Promise<RunFigures> {
+  const cpuBefore = cpuTimeOf(server.pid);
+  const result = await autocannon({
+    url: `http://127.0.0.1:${server.port}`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        setupRequest: (request) => {
+          const shape = scenario.next();
+          // A copy: autocannon adds Content-Length to the headers object it is given.
+          return { ...request, ...shape, headers: { ...shape.headers } };
+        },
+      },
+    ],
+  });
+  const statusCodes: Record<string, number> = {};
+  let answered = 0;
+  for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) {
+    statusCodes[code] = stats.count ?? 0;
+    answered += stats.count ?? 0;
+  }
+  const expected = statusCodes[String(scenario.expect)] ?? 0;
+  return {
+    rps: answered / result.duration,
+    cpuUs: (cpuTimeOf(server.pid) - cpuBefore) / answered,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    unexpected: answered - expected + result.errors + result.timeouts,
+    statusCodes,
+  };
+}
+
+// --- stores -----------------------------------------------------------------------------
+
+interface PreparedStore {
+  databaseUrl: string;
+  seedSeconds: number;
+  deepCursor: string;
+  cleanUp: () => Promise<void>;
+}
+
+async function prepareStore(kind: StoreKind): Promise<PreparedStore | { skipped: string }> {
+  let databaseUrl: string;
+  let cleanUp: () => Promise<void>;
+  let analyze: () => Promise<void> = async () => {};
+  if (kind === 'sqlite') {
+    const directory = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
+    databaseUrl = `sqlite:${join(directory, 'tessera.db')}`;
+    cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+  } else {
+    const admin = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await admin.connect();
+    } catch (error) {
+      return { skipped: `PostgreSQL is not reachable (${(error as Error).message})` };
+    }
+    const name = `tessera_bench_${process.pid}_${Date.now()}`;
+    await admin.query(`create database ${name}`);
+    const url = new URL(POSTGRES_URL);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    // Fresh statistics after the bulk load, as autovacuum would gather them shortly.
+    analyze = async () => {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query('analyze');
+      await client.end();
+    };
+    cleanUp = async () => {
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    };
+  }
+  try {
+    const started = Date.now();
+    const store = openStore(
+      databaseUrl.startsWith('sqlite:')
+        ? { kind: 'sqlite', path: databaseUrl.slice('sqlite:'.length) }
+        : { kind: 'postgres', url: databaseUrl, ...POSTGRES_DEFAULTS, statementTimeoutMs: 60_000 },
+    );
+    await store.migrate();
+    const now = Date.now();
+    await store.applications.insertApplication({
+      clientId: CLIENT_ID,
+      displayName: 'Benchmark',
+      description: 'The application the benchmark users belong to',
+      mode: 'external',
+      jwtExpirationInMinutes: 60,
+      externalTokenValidation: { google_oauth2: { issuer: 'https://accounts.google.com' } },
+      createdAt: now,
+      updatedAt: now,
+      etag: newVersion(),
+    });
+    // Two batches in flight: one being built here while the store writes the other.
+    let pending: Promise<void> = Promise.resolve();
+    for (let start = 0; start < USERS; start += SEED_BATCH) {
+      const batch = [];
+      for (let n = start; n < Math.min(USERS, start + SEED_BATCH); n++)
+        batch.push(seedUser(n, now));
+      await pending;
+      pending = store.users.insertUsers(batch);
+    }
+    await pending;
+    const secret = await store.settings.getOrCreateSetting(
+      CURSOR_SECRET_SETTING,
+      randomBytes(32).toString('base64url'),
+    );
+    await store.close();
+    await analyze();
+    const seedSeconds = (Date.now() - started) / 1000;
+    const filter = { clientId: CLIENT_ID, provider: null, email: null, role: null, scope: null };
+    // The page that starts at row DEEP_ROW: the cursor names the row before it.
+    const deepCursor = new CursorCodec(secret).encode(cursorScope(filter), [
+      PROVIDER,
+      identifier(DEEP_ROW - 1),
+    ]);
+    return { databaseUrl, seedSeconds, deepCursor, cleanUp };
+  } catch (error) {
+    await cleanUp();
+    throw error;
+  }
+}
+
+async function benchStore(kind: StoreKind) {
+  log(`\n== ${kind}: seeding ${USERS.toLocaleString('en')} users`);
+  const prepared = await prepareStore(kind);
+  if ('skipped' in prepared) {
+    log(`== ${kind}: skipped: ${prepared.skipped}`);
+    return { store: kind, skipped: prepared.skipped };
+  }
+  log(`== ${kind}: seeded in ${prepared.seedSeconds.toFixed(1)} s`);
+  const apiKey = `tsr_bench_${randomBytes(24).toString('base64url')}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-data-'));
+  let tessera: ServerProcess | undefined;
+  let bare: BareServer | undefined;
+  try {
+    // BENCH_CPU_PROF=<dir>: Tessera writes a V8 CPU profile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF;
+    const nodeArgs = profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
+    tessera = await startServerProcess(process.execPath, [...nodeArgs, 'dist/main.js'], {
+      DATABASE_URL: prepared.databaseUrl,
+      IAM_BOOTSTRAP_API_KEY: apiKey,
+      IAM_DATA_DIR: dataDir,
+      // The limiter runs as in production, with a limit the benchmark never reaches.
+      IAM_RATE_LIMIT_PER_MINUTE: '999999999',
+      LOG_LEVEL: 'info',
+    });
+    bare = await startBareServer();
+    const pid = tessera.process.pid!;
+    const results = new Map<string, ScenarioResult>();
+    const selected = scenarios(apiKey, prepared.deepCursor).filter(
+      (scenario) => ONLY === undefined || ONLY.includes(scenario.name),
+    );
+    for (const scenario of selected) {
+      const answers: Record<string, CapturedResponse> = {};
+      for (const sample of scenario.samples()) {
+        const captured = await capture(tessera.port, sample);
+        if (captured.status !== scenario.expect) {
+          const body = Buffer.from(captured.body, 'base64').toString();
+          throw new Error(`${scenario.name}: Tessera answered ${captured.status}: ${body}`);
+        }
+        answers[sample.method] = captured;
+      }
+      await bare.answer(answers);
+      const servers = {
+        tessera: { port: tessera.port, pid },
+        bare: { port: bare.port, pid: bare.child.pid! },
+      };
+      let peakRss = memoryOf(pid).rss;
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
+      if (WARMUP_S > 0) {
+        await drive(servers.tessera, scenario, WARMUP_S);
+        await drive(servers.bare, scenario, WARMUP_S);
+      }
+      const rounds: ScenarioResult['rounds'] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        // A/B alternated: Tessera first in even rounds, the bare server first in odd ones.
+        const order =
+          round % 2 === 0 ? (['tessera', 'bare'] as const) : (['bare', 'tessera'] as const);
+        const figures: Partial<Record<'tessera' | 'bare', RunFigures>> = {};
+        for (const server of order)
+          figures[server] = await drive(servers[server], scenario, DURATION_S);
+        rounds.push({
+          tessera: figures.tessera!,
+          bare: figures.bare!,
+          ratio: figures.tessera!.rps / figures.bare!.rps,
+        });
+      }
+      clearInterval(sampler);
+      const result: ScenarioResult = {
+        name: scenario.name,
+        description: scenario.description,
+        tessera: {
+          rps: median(rounds.map((r) => r.tessera.rps)),
+          cpuUs: median(rounds.map((r) => r.tessera.cpuUs)),
+          p50: median(rounds.map((r) => r.tessera.p50)),
+          p99: median(rounds.map((r) => r.tessera.p99)),
+          peakRssMb: peakRss,
+        },
+        bare: {
+          rps: median(rounds.map((r) => r.bare.rps)),
+          cpuUs: median(rounds.map((r) => r.bare.cpuUs)),
+          p50: median(rounds.map((r) => r.bare.p50)),
+          p99: median(rounds.map((r) => r.bare.p99)),
+        },
+        ratio: median(rounds.map((r) => r.ratio)),
+        rounds,
+        unexpected: rounds.reduce((sum, r) => sum + r.tessera.unexpected + r.bare.unexpected, 0),
+      };
+      results.set(scenario.name, result);
+      log(
+        `   ${scenario.name}: ${result.tessera.rps.toFixed(0)} req/s, ratio ${result.ratio.toFixed(2)}` +
+          (result.unexpected > 0 ? `, ${result.unexpected} UNEXPECTED responses` : ''),
+      );
+    }
+    const peakRssMb = memoryOf(pid).peak;
+    const targets = TARGETS[kind]
+      .filter((target) => target.scenario === '(all)' || results.has(target.scenario))
+      .map((target) => ({
+        scenario: target.scenario,
+        target: target.description,
+        ...target.check(results, peakRssMb),
+      }));
+    return {
+      store: kind,
+      users: USERS,
+      seedSeconds: prepared.seedSeconds,
+      peakRssMb,
+      scenarios: [...results.values()],
+      targets,
+    };
+  } finally {
+    bare?.stop();
+    if (tessera !== undefined) await tessera.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    await prepared.cleanUp();
+  }
+}
+
+type StoreReport = Awaited<ReturnType<typeof benchStore>>;
+
+function printTable(reports: StoreReport[]): void {
+  const lines: string[] = [];
+  const row = (cells: string[]) =>
+    lines.push(
+      cells
+        .map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i === 1 ? 9 : 10)))
+        .join(' '),
+    );
+  for (const report of reports) {
+    lines.push('');
+    if ('skipped' in report) {
+      lines.push(`${report.store}: skipped (${report.skipped})`);
+      continue;
+    }
+    lines.push(
+      `${report.store}: ${report.users.toLocaleString('en')} users, seeded in ${report.seedSeconds.toFixed(1)} s; ` +
+        `peak server RSS ${report.peakRssMb.toFixed(0)} MB`,
+    );
+    row([
+      'scenario',
+      'store',
+      'req/s',
+      'bare req/s',
+      'ratio',
+      'p50 ms',
+      'p99 ms',
+      'bare p99',
+      'CPU µs/req',
+      'bare CPU',
+      'RSS MB',
+    ]);
+    for (const s of report.scenarios) {
+      row([
+        s.name,
+        report.store,
+        s.tessera.rps.toFixed(0),
+        s.bare.rps.toFixed(0),
+        s.ratio.toFixed(2),
+        s.tessera.p50.toFixed(1),
+        s.tessera.p99.toFixed(1),
+        s.bare.p99.toFixed(1),
+        s.tessera.cpuUs.toFixed(0),
+        s.bare.cpuUs.toFixed(0),
+        s.tessera.peakRssMb.toFixed(0),
+      ]);
+      if (s.unexpected > 0) lines.push(`  !! ${s.unexpected} responses with an unexpected status`);
+    }
+    for (const t of report.targets) {
+      lines.push(
+        `  target ${t.scenario} ${t.target}: ${t.value.toFixed(2)} ${t.met ? 'met' : 'MISSED'}`,
+      );
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const reports: StoreReport[] = [];
+  for (const kind of STORES) {
+    if (kind !== 'sqlite' && kind !== 'postgres') throw new Error(`unknown store ${kind}`);
+    reports.push(await benchStore(kind));
+  }
+  const date = new Date().toISOString().slice(0, 10);
+  const output = {
+    date: new Date().toISOString(),
+    machine: {
+      cpus: availableParallelism(),
+      cpu: cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      platform: process.platform,
+    },
+    settings: {
+      connections: CONNECTIONS,
+      durationSeconds: DURATION_S,
+      warmupSeconds: WARMUP_S,
+      rounds: ROUNDS,
+      users: USERS,
+      loadGenerator: 'autocannon in the bench process; each server is its own process',
+    },
+    stores: reports,
+    totalSeconds: (Date.now() - started) / 1000,
+  };
+  printTable(reports);
+  mkdirSync(OUT_DIR, { recursive: true });
+  const text = `${JSON.stringify(output, null, 2)}\n`;
+  writeFileSync(join(OUT_DIR, 'latest.json'), text);
+  writeFileSync(join(OUT_DIR, `${date}.json`), text);
+  log(
+    `\nwritten: bench/results/latest.json and bench/results/${date}.json (${output.totalSeconds.toFixed(0)} s)`,
+  );
+}
+
+await main();
