@@ -24,6 +24,13 @@ export async function migrateToLatest(
   const { error, results } = await migrator.migrateToLatest();
   if (error !== undefined) {
     const failed = results?.find((result) => result.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed`, { cause: error });
+    // Name the cause: an error before any migration ran (Kysely's own bookkeeping) has no name.
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      failed === undefined
+        ? `preparing migrations failed: ${reason}`
+        : `migration ${failed.migrationName} failed: ${reason}`,
+      { cause: error },
+    );
   }
 }
