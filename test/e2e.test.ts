@@ -6,25 +6,11 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type ServerProcess, startServerProcess } from './server-process.js';
+import { type ServerProcess, callServer, startServerProcess } from './server-process.js';
 
 function api(server: ServerProcess, key: string) {
-  return async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${server.baseUrl}/iam/api/v1${path}`, {
-      method,
-      headers: {
-        authorization: `apikey ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return {
-      status: response.status,
-      headers: response.headers,
-      body: text ? JSON.parse(text) : null,
-    };
-  };
+  return (method: string, path: string, body?: unknown) =>
+    callServer(server, key, method, path, body);
 }
 
 describe('npm start, end to end', { timeout: 240_000 }, () => {

@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestSchema, databaseUrlFor, dropSchema, skipWithoutPostgres } from './postgres.js';
-import { type ServerProcess, repository, startServerProcess } from './server-process.js';
+import {
+  type ServerProcess,
+  callServer as request,
+  repository,
+  startServerProcess,
+} from './server-process.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -19,25 +24,6 @@ function startInstance(databaseUrl: string, dataDir: string): Promise<ServerProc
     IAM_DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
   });
-}
-
-async function request(
-  server: ServerProcess,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${server.baseUrl}/iam/api/v1${path}`, {
-    method,
-    headers: {
-      authorization: `apikey ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text === '' ? null : JSON.parse(text) };
 }
 
 describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 }, () => {
@@ -70,7 +56,7 @@ describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 },
       assert.equal((await fetch(`${instance.baseUrl}/readyz`)).status, 200);
       const keys = await request(instance, adminKey, 'GET', '/api-keys');
       assert.equal(keys.status, 200);
-      assert.equal((keys.body as { items: unknown[] }).items.length, 1);
+      assert.equal(keys.body.items.length, 1);
     }
   });
 

@@ -16,42 +16,19 @@ import {
   dropSchema,
   skipWithoutPostgres,
 } from './postgres.js';
-import { type ServerProcess, startServerProcess } from './server-process.js';
+import { type ServerProcess, callServer, startServerProcess } from './server-process.js';
 import { type TcpProxy, startTcpProxy } from './tcp-proxy.js';
 
 const skip = await skipWithoutPostgres();
 
-async function timed(
-  server: ServerProcess,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-) {
-  const started = Date.now();
-  const response = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `apikey ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    headers: response.headers,
-    body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>),
-    elapsed: Date.now() - started,
-  };
-}
-
-const applicationPath = '/iam/api/v1/applications/outage-app';
+const applicationPath = '/applications/outage-app';
 
 function describeOutage(
   name: string,
   breakIt: (proxy: TcpProxy) => void,
   env: Record<string, string> = {},
+  /** The bound on a 503's arrival: the 2.5 s of the issue, or less when timeouts are shorter. */
+  answerWithinMs = 2500,
 ) {
   describe(name, { skip, timeout: 120_000 }, () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'tessera-outage-'));
@@ -74,7 +51,7 @@ function describeOutage(
         ...env,
       });
       key = readFileSync(join(dataDir, 'admin-api-key'), 'utf8').trim();
-      const created = await timed(server, key, 'POST', '/iam/api/v1/applications', {
+      const created = await callServer(server, key, 'POST', '/applications', {
         client_id: 'outage-app',
         display_name: 'Outage',
         description: '',
@@ -92,19 +69,19 @@ function describeOutage(
     it('answers 503 problems with Retry-After within 2.5 s while the database is away', async () => {
       breakIt(proxy);
       const calls = [
-        () => timed(server, key, 'GET', applicationPath),
+        () => callServer(server, key, 'GET', applicationPath),
         () =>
-          timed(server, key, 'POST', '/iam/api/v1/applications', {
+          callServer(server, key, 'POST', '/applications', {
             client_id: 'made-during-outage',
             display_name: 'Lost?',
             description: '',
           }),
-        () => timed(server, key, 'GET', '/readyz'),
+        () => callServer(server, key, 'GET', '//readyz'),
       ];
       for (const call of calls) {
         const response = await call();
         assert.equal(response.status, 503, JSON.stringify(response.body));
-        assert.ok(response.elapsed <= 2500, `answered after ${response.elapsed} ms`);
+        assert.ok(response.elapsed <= answerWithinMs, `answered after ${response.elapsed} ms`);
         assert.equal(response.headers.get('content-type'), 'application/problem+json');
         assert.ok(Number(response.headers.get('retry-after')) >= 1);
         assert.equal(response.body?.status, 503);
@@ -120,7 +97,7 @@ function describeOutage(
       const restoredAt = Date.now();
       let status = 0;
       while (Date.now() - restoredAt < 10_000) {
-        status = (await timed(server, key, 'GET', applicationPath)).status;
+        status = (await callServer(server, key, 'GET', applicationPath)).status;
         if (status === 200) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -128,7 +105,7 @@ function describeOutage(
       assert.equal(status, 200);
       assert.ok(elapsed <= 5000, `recovered after ${elapsed} ms`);
       assert.equal((await fetch(`${server.baseUrl}/readyz`)).status, 200);
-      const write = await timed(server, key, 'PUT', applicationPath, {
+      const write = await callServer(server, key, 'PUT', applicationPath, {
         client_id: 'outage-app',
         display_name: 'Outage, over',
         description: '',
@@ -143,9 +120,12 @@ describeOutage('PostgreSQL goes away (connections reset, new ones refused)', (pr
   proxy.cut(),
 );
 
-// A partition: nothing is refused, nothing answers. Only timeouts notice; with the connect and
-// statement timeouts at 1 s, requests still answer within the 2.5 s bound.
-describeOutage('the network to PostgreSQL goes silent', (proxy) => proxy.blackhole(), {
-  IAM_DB_CONNECT_TIMEOUT_MS: '1000',
-  IAM_DB_STATEMENT_TIMEOUT_MS: '1000',
-});
+// A partition: nothing is refused, nothing answers. Only timeouts notice. With the connect and
+// statement timeouts at 1 s a 503 comes after about 1.25 s; the bound of 2 s is below what the
+// 2 s defaults give (about 2.25 s), so it also shows that the variables reach the pool.
+describeOutage(
+  'the network to PostgreSQL goes silent',
+  (proxy) => proxy.blackhole(),
+  { IAM_DB_CONNECT_TIMEOUT_MS: '1000', IAM_DB_STATEMENT_TIMEOUT_MS: '1000' },
+  2000,
+);

@@ -92,3 +92,43 @@ export async function startServerProcess(
     },
   };
 }
+
+export interface ProcessResponse {
+  status: number;
+  headers: Headers;
+  /** The parsed JSON body, or null for an empty one. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read members freely
+  body: any;
+  /** Milliseconds from sending to the whole body read. */
+  elapsed: number;
+}
+
+/**
+ * Calls a Tessera process over HTTP with an API key: `path` is under /iam/api/v1, or an
+ * absolute path when it starts with // (as call() in helpers.ts). A body is sent as JSON.
+ */
+export async function callServer(
+  server: Pick<ServerProcess, 'baseUrl'>,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ProcessResponse> {
+  const started = Date.now();
+  const url = path.startsWith('//') ? path.slice(1) : `/iam/api/v1${path}`;
+  const response = await fetch(`${server.baseUrl}${url}`, {
+    method,
+    headers: {
+      authorization: `apikey ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text === '' ? null : JSON.parse(text),
+    elapsed: Date.now() - started,
+  };
+}
