@@ -18,7 +18,7 @@ import { isConnectionFailure, isRetryable, translatePostgresError } from './post
 import { postgresMigrations } from './postgres-migrations.js';
 
 const postgresFlavor: SqlFlavor = {
-  // JSON arrays are stored as text (see postgres-migrations.ts); containment on the parsed
+  // JSON arrays are stored as text (see sql/migrations.ts); containment on the parsed
   // value, with functions CockroachDB and YugabyteDB have too.
   jsonArrayContains: (column, value) =>
     sql<boolean>`(${sql.ref(column)})::jsonb @> jsonb_build_array(${value}::text)`,

@@ -1,5 +1,5 @@
-// The relational schema as Kysely sees it, shared by every SQL dialect. Each dialect's
-// migrations create these tables with its own DDL; the columns and their meaning are equal.
+// The relational schema as Kysely sees it, shared by every SQL dialect. sql/migrations.ts
+// creates these tables, with each dialect's column types.
 
 export interface ApplicationsTable {
   client_id: string;

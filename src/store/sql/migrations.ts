@@ -1,0 +1,116 @@
+import {
+  type ColumnDataType,
+  type CreateTableBuilder,
+  type Expression,
+  type Kysely,
+  type Migration,
+} from 'kysely';
+
+/**
+ * What differs between the dialects' DDL; the tables themselves are written once, below, so a
+ * migration cannot say one thing on SQLite and another on PostgreSQL.
+ */
+export interface DialectTypes {
+  /** Text that is compared or ordered: byte order on both (SQLite BINARY, PostgreSQL "C"). */
+  key: ColumnDataType | Expression<unknown>;
+  /** Epoch milliseconds. */
+  time: 'integer' | 'bigint';
+  /** Appended to every CREATE TABLE (SQLite: STRICT, so declared types are enforced). */
+  tableEnd: Expression<unknown> | null;
+}
+
+/**
+ * Forward-only, versioned; the same names on both dialects. A released migration is never
+ * edited: add a new one.
+ *
+ * Portability (CockroachDB, YugabyteDB): plain tables, B-tree indexes, no extensions, no
+ * triggers, no sequences. JSON values are `text`, never `jsonb`: a stored object comes back
+ * byte for byte as written (jsonb reorders members and refuses \u0000).
+ */
+export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
+  const { key, time } = types;
+  const finish = <T extends string, C extends string>(table: CreateTableBuilder<T, C>) =>
+    types.tableEnd === null ? table : table.modifyEnd(types.tableEnd);
+  return {
+    '0001_initial': {
+      async up(db: Kysely<unknown>) {
+        await finish(
+          db.schema
+            .createTable('applications')
+            .addColumn('client_id', key, (c) => c.primaryKey().notNull())
+            .addColumn('display_name', 'text', (c) => c.notNull())
+            .addColumn('description', 'text', (c) => c.notNull())
+            .addColumn('mode', 'text', (c) => c.notNull())
+            .addColumn('jwt_expiration_in_minutes', 'integer', (c) => c.notNull())
+            .addColumn('external_token_validation', 'text')
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('updated_at', time, (c) => c.notNull())
+            .addColumn('etag', 'text', (c) => c.notNull()),
+        ).execute();
+
+        await finish(
+          db.schema
+            .createTable('users')
+            .addColumn('application', key, (c) =>
+              c.notNull().references('applications.client_id').onDelete('cascade'),
+            )
+            .addColumn('user_key', key, (c) => c.notNull())
+            .addColumn('provider', key, (c) => c.notNull())
+            .addColumn('identifier', key, (c) => c.notNull())
+            .addColumn('name', 'text', (c) => c.notNull())
+            .addColumn('avatar', 'text')
+            .addColumn('email', 'text', (c) => c.notNull())
+            .addColumn('email_normalized', key, (c) => c.notNull())
+            .addColumn('locale', 'text', (c) => c.notNull())
+            .addColumn('roles', 'text', (c) => c.notNull())
+            .addColumn('scopes', 'text', (c) => c.notNull())
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('updated_at', time, (c) => c.notNull())
+            .addColumn('etag', 'text', (c) => c.notNull())
+            .addPrimaryKeyConstraint('users_pkey', ['application', 'user_key']),
+        ).execute();
+        await db.schema
+          .createIndex('users_email')
+          .on('users')
+          .columns(['application', 'email_normalized', 'user_key'])
+          .execute();
+
+        await finish(
+          db.schema
+            .createTable('api_keys')
+            .addColumn('id', key, (c) => c.primaryKey().notNull())
+            .addColumn('name', 'text', (c) => c.notNull())
+            .addColumn('secret_digest', key, (c) => c.notNull().unique())
+            .addColumn('roles', 'text', (c) => c.notNull())
+            .addColumn('applications', 'text')
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('updated_at', time, (c) => c.notNull())
+            .addColumn('expires_at', time)
+            .addColumn('last_used_at', time),
+        ).execute();
+
+        await finish(
+          db.schema
+            .createTable('settings')
+            .addColumn('name', key, (c) => c.primaryKey().notNull())
+            .addColumn('value', 'text', (c) => c.notNull()),
+        ).execute();
+      },
+    },
+    '0002_signing_keys': {
+      async up(db: Kysely<unknown>) {
+        await finish(
+          db.schema
+            .createTable('signing_keys')
+            .addColumn('kid', key, (c) => c.primaryKey().notNull())
+            .addColumn('generation', 'integer', (c) => c.notNull().unique())
+            .addColumn('algorithm', 'text', (c) => c.notNull())
+            .addColumn('public_jwk', 'text', (c) => c.notNull())
+            .addColumn('private_jwk', 'text', (c) => c.notNull())
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('activates_at', time, (c) => c.notNull()),
+        ).execute();
+      },
+    },
+  };
+}
