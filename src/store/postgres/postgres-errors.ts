@@ -29,10 +29,22 @@ const NETWORK_MESSAGES = [
   'Cannot use a pool after calling end',
 ];
 
-/** True for a serialization failure or deadlock: the transaction may simply be run again. */
+/**
+ * True when the transaction may simply be run again: a serialization failure, a deadlock, or a
+ * prepared plan that another instance's migration invalidated (see isPlanInvalidated).
+ */
 export function isRetryable(error: unknown): boolean {
   const code = (error as PgErrorLike | null)?.code;
-  return typeof code === 'string' && RETRYABLE_STATES.has(code);
+  return typeof code === 'string' && (RETRYABLE_STATES.has(code) || isPlanInvalidated(error));
+}
+
+/** "cached plan must not change result type": a table changed under a prepared statement. */
+export function isPlanInvalidated(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error as PgErrorLike).code === '0A000' &&
+    error.message.includes('cached plan must not change result type')
+  );
 }
 
 /**

@@ -14,7 +14,12 @@ import pg from 'pg';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
-import { isConnectionFailure, isRetryable, translatePostgresError } from './postgres-errors.js';
+import {
+  isConnectionFailure,
+  isPlanInvalidated,
+  isRetryable,
+  translatePostgresError,
+} from './postgres-errors.js';
 import { postgresMigrations } from './postgres-migrations.js';
 
 const postgresFlavor: SqlFlavor = {
@@ -28,6 +33,8 @@ const postgresFlavor: SqlFlavor = {
 const TRANSACTION_ATTEMPTS = 8;
 /** How long a migrating process waits for another one to finish migrating. */
 const MIGRATION_LOCK_WAIT_MS = 60_000;
+/** How often a migration run that deadlocked with another instance's is started over. */
+const MIGRATION_ATTEMPTS = 5;
 // Distinct query texts get one prepared-statement name each; IN-lists of varying length make
 // the set open-ended, so past this many the names start over (old ones age out with the
 // connections that prepared them).
@@ -88,33 +95,20 @@ export class PostgresExecutor implements SqlExecutor {
   }
 
   select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
-    return this.#track(async () => {
-      try {
-        return (await this.#prepared(this.#pool, query)).rows as Row[];
-      } catch (error) {
-        throw translatePostgresError(error);
-      }
-    });
+    return this.#track(async () => (await this.#prepared(this.#pool, query)).rows as Row[]);
   }
 
   write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     return this.#track(async () => {
       const [only] = statements;
       if (statements.length === 1 && only !== undefined && options.serializable !== true) {
-        try {
-          return [(await this.#prepared(this.#pool, only)).rowCount ?? 0];
-        } catch (error) {
-          throw translatePostgresError(error);
-        }
+        return [(await this.#prepared(this.#pool, only)).rowCount ?? 0];
       }
       for (let attempt = 1; ; attempt++) {
         try {
           return await this.#transaction(statements, options.serializable === true);
         } catch (error) {
-          const replanned = (error as { code?: string }).code === '0A000';
-          if (!(isRetryable(error) || replanned) || attempt === TRANSACTION_ATTEMPTS) {
-            throw translatePostgresError(error);
-          }
+          if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) throw error;
           await sleep(Math.random() * 5 * attempt);
         }
       }
@@ -123,11 +117,7 @@ export class PostgresExecutor implements SqlExecutor {
 
   ping(): Promise<void> {
     return this.#track(async () => {
-      try {
-        await this.#pool.query('select 1');
-      } catch (error) {
-        throw translatePostgresError(error);
-      }
+      await this.#pool.query('select 1');
     });
   }
 
@@ -154,25 +144,40 @@ export class PostgresExecutor implements SqlExecutor {
     });
     try {
       await ensureMigrationLockRow(client);
-      await client.query('begin');
-      await client.query(`set local lock_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
-      await client.query('select id from tessera_migration_lock where id = 1 for update');
-      const schema = await client.query<{ schema: string | null }>(
-        'select current_schema() as schema',
-      );
-      const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
-      const db = new Kysely<unknown>({ dialect: new SingleClientDialect(client) });
-      await migrateToLatest(db, this.#migrations, {
-        disableTransactions: true,
-        ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
-      });
-      await client.query('commit');
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.#migrateLocked(client);
+          return;
+        } catch (error) {
+          await client.query('rollback').catch(() => undefined);
+          // A deadlock with another instance's start-up (Kysely wraps the driver's error).
+          const retryable = isRetryable(error) || isRetryable((error as Error).cause);
+          if (!retryable || attempt === MIGRATION_ATTEMPTS) throw error;
+          await sleep(Math.random() * 50 * attempt);
+        }
+      }
     } catch (error) {
-      await client.query('rollback').catch(() => undefined);
       throw translatePostgresError(error);
     } finally {
       await client.end().catch(() => undefined);
     }
+  }
+
+  /** One migration run: the lock row, then every pending migration, in one transaction. */
+  async #migrateLocked(client: pg.Client): Promise<void> {
+    await client.query('begin');
+    await client.query(`set local lock_timeout = ${MIGRATION_LOCK_WAIT_MS}`);
+    await client.query('select id from tessera_migration_lock where id = 1 for update');
+    const schema = await client.query<{ schema: string | null }>(
+      'select current_schema() as schema',
+    );
+    const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
+    const db = new Kysely<unknown>({ dialect: new SingleClientDialect(client) });
+    await migrateToLatest(db, this.#migrations, {
+      disableTransactions: true,
+      ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
+    });
+    await client.query('commit');
   }
 
   /** Lets every started operation finish (including a read that follows a write), then ends the pool. */
@@ -190,12 +195,7 @@ export class PostgresExecutor implements SqlExecutor {
   }
 
   async #transaction(statements: readonly CompiledQuery[], serializable: boolean) {
-    let client: pg.PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw translatePostgresError(error);
-    }
+    const client = await this.#pool.connect();
     try {
       await client.query(serializable ? 'begin isolation level serializable' : 'begin');
       const changes: number[] = [];
@@ -233,7 +233,7 @@ export class PostgresExecutor implements SqlExecutor {
     try {
       return await runner.query(this.#config(query));
     } catch (error) {
-      if ((error as { code?: string }).code !== '0A000') throw error;
+      if (!isPlanInvalidated(error)) throw error;
       this.#statementNames.delete(query.sql);
       // Inside a transaction the failure has aborted it; the caller's retry starts it over.
       if (runner !== this.#pool) throw error;
@@ -251,18 +251,23 @@ export class PostgresExecutor implements SqlExecutor {
     return { name, text: query.sql, values: query.parameters as unknown[] };
   }
 
+  /** Runs one store operation: counted for close(), its errors translated into store errors. */
   async #track<T>(operation: () => Promise<T>): Promise<T> {
     // Not refused while closing: close() waits for this; once the pool has ended, the pool
     // itself refuses, which translates to StoreUnavailableError.
     this.#inFlight++;
     try {
       return await operation();
+    } catch (error) {
+      throw translatePostgresError(error);
     } finally {
       this.#inFlight--;
       if (this.#inFlight === 0) this.#idle?.();
     }
   }
 }
+
+const LOCK_TABLE_RACES = new Set(['23505', '42P07', '42710', '40P01']);
 
 /** Creates the lock table and its one row; safe when several processes do it at once. */
 async function ensureMigrationLockRow(client: pg.Client): Promise<void> {
@@ -276,10 +281,10 @@ async function ensureMigrationLockRow(client: pg.Client): Promise<void> {
       );
       return;
     } catch (error) {
-      // Two concurrent CREATE TABLE IF NOT EXISTS may collide on the catalog (23505, 42P07);
-      // the loser finds the table there on its next attempt.
-      const code = (error as { code?: string }).code;
-      if ((code !== '23505' && code !== '42P07') || attempt === 5) throw error;
+      // Concurrent CREATE TABLE IF NOT EXISTS may collide in the catalog (23505, 42P07, 42710
+      // for its row type) or deadlock (40P01); the loser finds the table on its next attempt.
+      const code = (error as { code?: string }).code ?? '';
+      if (!LOCK_TABLE_RACES.has(code) || attempt === MIGRATION_ATTEMPTS) throw error;
       await sleep(10 * attempt);
     }
   }
