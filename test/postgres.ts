@@ -14,6 +14,7 @@ import {
   openPostgresStore,
 } from '../src/store/postgres/postgres-store.js';
 import type { Store } from '../src/store/store.js';
+import { skipUnless } from './required-service.js';
 
 export const POSTGRES_URL =
   process.env.TESSERA_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -42,11 +43,7 @@ export function postgresUnavailable(): Promise<string | undefined> {
  * (printed by the runner) when it is not. In CI its absence throws instead: never a silent skip.
  */
 export async function skipWithoutPostgres(): Promise<string | false> {
-  const reason = await postgresUnavailable();
-  if (reason === undefined) return false;
-  if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI: ${reason}`);
-  process.stdout.write(`# skipping PostgreSQL tests: ${reason}\n`);
-  return `PostgreSQL tests skipped: ${reason}`;
+  return skipUnless('PostgreSQL', await postgresUnavailable());
 }
 
 let admin: pg.Pool | undefined;
