@@ -21,7 +21,7 @@ import { cursorScope } from '../src/modules/users/users.routes.js';
 import { openStore } from '../src/store/open-store.js';
 import type { UserRecord } from '../src/store/store.js';
 import { POSTGRES_DEFAULTS } from '../src/store/postgres/postgres-store.js';
-import { type ServerProcess, repository, startServerProcess } from '../test/server-process.js';
+import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
 
 const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 3);

@@ -1,0 +1,120 @@
+// Tessera as its own process, the way operators run it (`npm start`, `tessera serve`), and
+// calls to it over real HTTP. Free of node:test, so the benchmark uses it too; tests import
+// server-process.ts, which adds the check that no server prints a key.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export const repository = new URL('..', import.meta.url).pathname;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  process: ChildProcess;
+  port: number;
+  baseUrl: string;
+  /** Everything it printed so far (stdout and stderr). */
+  output: () => string;
+  /** Its exit code once it exits. */
+  exited: Promise<number | null>;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop: () => Promise<number | null>;
+}
+
+/**
+ * Runs `command args…` in the repository with `env` on a free port, and resolves once
+ * /healthz answers (rejecting, with its output, if it exits or takes more than 90 s).
+ */
+export async function startServerProcess(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<ServerProcess> {
+  const port = await freePort();
+  let output = '';
+  const child = spawn(command, args, {
+    cwd: repository,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${command} exited early:\n${output}`);
+    try {
+      if ((await fetch(`${baseUrl}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${command} did not become healthy:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    process: child,
+    port,
+    baseUrl,
+    output: () => output,
+    exited,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+export interface ProcessResponse {
+  status: number;
+  headers: Headers;
+  /** The parsed JSON body, or null for an empty one. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read members freely
+  body: any;
+  /** Milliseconds from sending to the whole body read. */
+  elapsed: number;
+}
+
+/**
+ * Calls a Tessera process over HTTP with an API key: `path` is under /iam/api/v1, or an
+ * absolute path when it starts with // (as call() in helpers.ts). A body is sent as JSON.
+ */
+export async function callServer(
+  server: Pick<ServerProcess, 'baseUrl'>,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ProcessResponse> {
+  const started = Date.now();
+  const url = path.startsWith('//') ? path.slice(1) : `/iam/api/v1${path}`;
+  const response = await fetch(`${server.baseUrl}${url}`, {
+    method,
+    headers: {
+      authorization: `apikey ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text === '' ? null : JSON.parse(text),
+    elapsed: Date.now() - started,
+  };
+}
