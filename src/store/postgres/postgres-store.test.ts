@@ -2,9 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { loadConfig } from '../../config.js';
+import { openStore } from '../open-store.js';
 import {
   POSTGRES_URL,
   createTestSchema,
+  databaseUrlFor,
   dropSchema,
   openTestPostgresStore,
   skipWithoutPostgres,
@@ -192,6 +195,35 @@ describe('PostgreSQL store', { skip }, () => {
       } finally {
         await client.end();
         await store.close();
+      }
+    });
+  });
+
+  describe('configuration', () => {
+    it('opens at most IAM_DB_POOL_SIZE connections per instance', async () => {
+      const schema = await createTestSchema();
+      const name = `pool_test_${process.pid}`;
+      const url = new URL(databaseUrlFor(schema));
+      // A name of its own, to count this store's connections in pg_stat_activity.
+      url.searchParams.set('application_name', name);
+      const config = loadConfig({ DATABASE_URL: url.toString(), IAM_DB_POOL_SIZE: '3' });
+      const store = openStore(config.database);
+      const client = new pg.Client(POSTGRES_URL);
+      await client.connect();
+      try {
+        await store.migrate();
+        await Promise.all(
+          Array.from({ length: 30 }, () => store.applications.findApplication('none')),
+        );
+        const { rows } = await client.query<{ count: string }>(
+          'select count(*) from pg_stat_activity where application_name = $1',
+          [name],
+        );
+        assert.equal(Number(rows[0]?.count), 3);
+      } finally {
+        await client.end();
+        await store.close();
+        await dropSchema(schema);
       }
     });
   });
