@@ -22,6 +22,14 @@ import { openStore } from '../src/store/open-store.js';
 import type { UserRecord } from '../src/store/store.js';
 import { POSTGRES_DEFAULTS } from '../src/store/postgres/postgres-store.js';
 import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
+import type { Load, RequestShape, Scenario } from './scenario.js';
+import {
+  type Peer,
+  externalTokenValidation,
+  mintIdTokens,
+  startPeer,
+  tokenScenarios,
+} from './tokens.js';
 
 const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 3);
@@ -40,25 +48,6 @@ const PROVIDER = 'google_oauth2';
 const OUT_DIR = join(repository, 'bench', 'results');
 
 type StoreKind = 'sqlite' | 'postgres';
-
-/** One request: what autocannon sends. */
-interface RequestShape {
-  method: 'GET' | 'POST' | 'PUT';
-  path: string;
-  headers: Record<string, string>;
-  body?: string;
-}
-
-interface Scenario {
-  name: string;
-  description: string;
-  /** The status every response must have. */
-  expect: number;
-  /** A fresh request each call (random user, new identifier, …). */
-  next: () => RequestShape;
-  /** One request per method the scenario sends, whose answers the bare server replays. */
-  samples: () => RequestShape[];
-}
 
 interface Target {
   scenario: string;
@@ -80,13 +69,19 @@ interface RunFigures {
   statusCodes: Record<string, number>;
 }
 
+const BARE = 'bare server';
+const PEER = 'oidc-provider client_credentials';
+type ReferenceName = typeof BARE | typeof PEER;
+
 interface ScenarioResult {
   name: string;
   description: string;
+  /** What Tessera is measured against: the bare server, or the peer (oidc-provider). */
+  referenceName: ReferenceName;
   tessera: { rps: number; cpuUs: number; p50: number; p99: number; peakRssMb: number };
-  bare: { rps: number; cpuUs: number; p50: number; p99: number };
+  reference: { rps: number; cpuUs: number; p50: number; p99: number };
   ratio: number;
-  rounds: { tessera: RunFigures; bare: RunFigures; ratio: number }[];
+  rounds: { tessera: RunFigures; reference: RunFigures; ratio: number }[];
   unexpected: number;
 }
 
@@ -245,6 +240,19 @@ const TARGETS: Record<StoreKind, Target[]> = {
   ],
   postgres: [ratioTarget('get-user', 0.35)],
 };
+// Issue 6: at least 3× the peer's tokens/s, and at least 6,000 tokens/s, on either store.
+for (const targets of Object.values(TARGETS)) {
+  for (const scenario of ['token-trusted', 'token-exchange']) {
+    targets.push(ratioTarget(scenario, 3), {
+      scenario,
+      description: 'tokens/s >= 6000',
+      check: (results) => {
+        const value = results.get(scenario)!.tessera.rps;
+        return { value, met: value >= 6000 };
+      },
+    });
+  }
+}
 
 function ratioTarget(scenario: string, minimum: number): Target {
   return {
@@ -356,7 +364,7 @@ function capture(port: number, shape: RequestShape): Promise<CapturedResponse> {
 
 async function drive(
   server: { port: number; pid: number },
-  scenario: Scenario,
+  load: Load,
   seconds: number,
 ): Promise<RunFigures> {
   const cpuBefore = cpuTimeOf(server.pid);
@@ -367,7 +375,7 @@ async function drive(
     requests: [
       {
         setupRequest: (request) => {
-          const shape = scenario.next();
+          const shape = load.next();
           // A copy: autocannon adds Content-Length to the headers object it is given.
           return { ...request, ...shape, headers: { ...shape.headers } };
         },
@@ -380,7 +388,7 @@ async function drive(
     statusCodes[code] = stats.count ?? 0;
     answered += stats.count ?? 0;
   }
-  const expected = statusCodes[String(scenario.expect)] ?? 0;
+  const expected = statusCodes[String(load.expect)] ?? 0;
   return {
     rps: answered / result.duration,
     cpuUs: (cpuTimeOf(server.pid) - cpuBefore) / answered,
@@ -400,7 +408,10 @@ interface PreparedStore {
   cleanUp: () => Promise<void>;
 }
 
-async function prepareStore(kind: StoreKind): Promise<PreparedStore | { skipped: string }> {
+async function prepareStore(
+  kind: StoreKind,
+  peer: Peer,
+): Promise<PreparedStore | { skipped: string }> {
   let databaseUrl: string;
   let cleanUp: () => Promise<void>;
   let analyze: () => Promise<void> = async () => {};
@@ -447,7 +458,8 @@ async function prepareStore(kind: StoreKind): Promise<PreparedStore | { skipped:
       description: 'The application the benchmark users belong to',
       mode: 'external',
       jwtExpirationInMinutes: 60,
-      externalTokenValidation: { google_oauth2: { issuer: 'https://accounts.google.com' } },
+      // The peer is the users' provider: the exchange scenario's ID tokens come from it.
+      externalTokenValidation: externalTokenValidation(peer, PROVIDER),
       createdAt: now,
       updatedAt: now,
       etag: newVersion(),
@@ -482,9 +494,9 @@ async function prepareStore(kind: StoreKind): Promise<PreparedStore | { skipped:
   }
 }
 
-async function benchStore(kind: StoreKind) {
+async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   log(`\n== ${kind}: seeding ${USERS.toLocaleString('en')} users`);
-  const prepared = await prepareStore(kind);
+  const prepared = await prepareStore(kind, peer);
   if ('skipped' in prepared) {
     log(`== ${kind}: skipped: ${prepared.skipped}`);
     return { store: kind, skipped: prepared.skipped };
@@ -505,13 +517,23 @@ async function benchStore(kind: StoreKind) {
       // The limiter runs as in production, with a limit the benchmark never reaches.
       IAM_RATE_LIMIT_PER_MINUTE: '999999999',
       LOG_LEVEL: 'info',
+      // The peer, whose keys the exchange fetches, listens on http://127.0.0.1.
+      IAM_ALLOW_INSECURE_JWKS: 'true',
     });
     bare = await startBareServer();
     const pid = tessera.process.pid!;
     const results = new Map<string, ScenarioResult>();
-    const selected = scenarios(apiKey, prepared.deepCursor).filter(
-      (scenario) => ONLY === undefined || ONLY.includes(scenario.name),
-    );
+    const all = [
+      ...scenarios(apiKey, prepared.deepCursor),
+      ...tokenScenarios({
+        peer,
+        apiKey,
+        clientId: CLIENT_ID,
+        randomUserPath: () => userPath(randomUser()),
+        idTokens,
+      }),
+    ];
+    const selected = all.filter((scenario) => ONLY === undefined || ONLY.includes(scenario.name));
     for (const scenario of selected) {
       const answers: Record<string, CapturedResponse> = {};
       for (const sample of scenario.samples()) {
@@ -522,35 +544,49 @@ async function benchStore(kind: StoreKind) {
         }
         answers[sample.method] = captured;
       }
-      await bare.answer(answers);
-      const servers = {
-        tessera: { port: tessera.port, pid },
-        bare: { port: bare.port, pid: bare.child.pid! },
+      // The reference: the peer for token scenarios, else the bare server replaying answers.
+      let reference: { port: number; pid: number; load: Load };
+      if (scenario.peer === undefined) {
+        await bare.answer(answers);
+        reference = { port: bare.port, pid: bare.child.pid!, load: scenario };
+      } else {
+        const captured = await capture(peer.port, scenario.peer.next());
+        if (captured.status !== scenario.peer.expect) {
+          const body = Buffer.from(captured.body, 'base64').toString();
+          throw new Error(`${scenario.name}: the peer answered ${captured.status}: ${body}`);
+        }
+        reference = { port: peer.port, pid: peer.pid, load: scenario.peer };
+      }
+      const runs = {
+        tessera: () => drive({ port: tessera!.port, pid }, scenario, DURATION_S),
+        reference: () => drive(reference, reference.load, DURATION_S),
       };
       let peakRss = memoryOf(pid).rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
       if (WARMUP_S > 0) {
-        await drive(servers.tessera, scenario, WARMUP_S);
-        await drive(servers.bare, scenario, WARMUP_S);
+        await drive({ port: tessera.port, pid }, scenario, WARMUP_S);
+        await drive(reference, reference.load, WARMUP_S);
       }
       const rounds: ScenarioResult['rounds'] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        // A/B alternated: Tessera first in even rounds, the bare server first in odd ones.
+        // A/B alternated: Tessera first in even rounds, the reference first in odd ones.
         const order =
-          round % 2 === 0 ? (['tessera', 'bare'] as const) : (['bare', 'tessera'] as const);
-        const figures: Partial<Record<'tessera' | 'bare', RunFigures>> = {};
-        for (const server of order)
-          figures[server] = await drive(servers[server], scenario, DURATION_S);
+          round % 2 === 0
+            ? (['tessera', 'reference'] as const)
+            : (['reference', 'tessera'] as const);
+        const figures: Partial<Record<'tessera' | 'reference', RunFigures>> = {};
+        for (const server of order) figures[server] = await runs[server]();
         rounds.push({
           tessera: figures.tessera!,
-          bare: figures.bare!,
-          ratio: figures.tessera!.rps / figures.bare!.rps,
+          reference: figures.reference!,
+          ratio: figures.tessera!.rps / figures.reference!.rps,
         });
       }
       clearInterval(sampler);
       const result: ScenarioResult = {
         name: scenario.name,
         description: scenario.description,
+        referenceName: scenario.peer === undefined ? BARE : PEER,
         tessera: {
           rps: median(rounds.map((r) => r.tessera.rps)),
           cpuUs: median(rounds.map((r) => r.tessera.cpuUs)),
@@ -558,15 +594,18 @@ async function benchStore(kind: StoreKind) {
           p99: median(rounds.map((r) => r.tessera.p99)),
           peakRssMb: peakRss,
         },
-        bare: {
-          rps: median(rounds.map((r) => r.bare.rps)),
-          cpuUs: median(rounds.map((r) => r.bare.cpuUs)),
-          p50: median(rounds.map((r) => r.bare.p50)),
-          p99: median(rounds.map((r) => r.bare.p99)),
+        reference: {
+          rps: median(rounds.map((r) => r.reference.rps)),
+          cpuUs: median(rounds.map((r) => r.reference.cpuUs)),
+          p50: median(rounds.map((r) => r.reference.p50)),
+          p99: median(rounds.map((r) => r.reference.p99)),
         },
         ratio: median(rounds.map((r) => r.ratio)),
         rounds,
-        unexpected: rounds.reduce((sum, r) => sum + r.tessera.unexpected + r.bare.unexpected, 0),
+        unexpected: rounds.reduce(
+          (sum, r) => sum + r.tessera.unexpected + r.reference.unexpected,
+          0,
+        ),
       };
       results.set(scenario.name, result);
       log(
@@ -608,6 +647,20 @@ function printTable(reports: StoreReport[]): void {
         .map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i === 1 ? 9 : 10)))
         .join(' '),
     );
+  const header = (reference: string) =>
+    row([
+      'scenario',
+      'store',
+      'req/s',
+      `${reference} req/s`,
+      'ratio',
+      'p50 ms',
+      'p99 ms',
+      `${reference} p99`,
+      'CPU µs/req',
+      `${reference} CPU`,
+      'RSS MB',
+    ]);
   for (const report of reports) {
     lines.push('');
     if ('skipped' in report) {
@@ -618,34 +671,32 @@ function printTable(reports: StoreReport[]): void {
       `${report.store}: ${report.users.toLocaleString('en')} users, seeded in ${report.seedSeconds.toFixed(1)} s; ` +
         `peak server RSS ${report.peakRssMb.toFixed(0)} MB`,
     );
-    row([
-      'scenario',
-      'store',
-      'req/s',
-      'bare req/s',
-      'ratio',
-      'p50 ms',
-      'p99 ms',
-      'bare p99',
-      'CPU µs/req',
-      'bare CPU',
-      'RSS MB',
-    ]);
-    for (const s of report.scenarios) {
-      row([
-        s.name,
-        report.store,
-        s.tessera.rps.toFixed(0),
-        s.bare.rps.toFixed(0),
-        s.ratio.toFixed(2),
-        s.tessera.p50.toFixed(1),
-        s.tessera.p99.toFixed(1),
-        s.bare.p99.toFixed(1),
-        s.tessera.cpuUs.toFixed(0),
-        s.bare.cpuUs.toFixed(0),
-        s.tessera.peakRssMb.toFixed(0),
-      ]);
-      if (s.unexpected > 0) lines.push(`  !! ${s.unexpected} responses with an unexpected status`);
+    for (const [name, label] of [
+      [BARE, 'bare'],
+      [PEER, 'peer'],
+    ] as const) {
+      const scenarios = report.scenarios.filter((s) => s.referenceName === name);
+      if (scenarios.length === 0) continue;
+      if (name === PEER) lines.push(`  against the peer, ${PEER} (tokens/s):`);
+      header(label);
+      for (const s of scenarios) {
+        row([
+          s.name,
+          report.store,
+          s.tessera.rps.toFixed(0),
+          s.reference.rps.toFixed(0),
+          s.ratio.toFixed(2),
+          s.tessera.p50.toFixed(1),
+          s.tessera.p99.toFixed(1),
+          s.reference.p99.toFixed(1),
+          s.tessera.cpuUs.toFixed(0),
+          s.reference.cpuUs.toFixed(0),
+          s.tessera.peakRssMb.toFixed(0),
+        ]);
+        if (s.unexpected > 0) {
+          lines.push(`  !! ${s.unexpected} responses with an unexpected status`);
+        }
+      }
     }
     for (const t of report.targets) {
       lines.push(
@@ -659,9 +710,16 @@ function printTable(reports: StoreReport[]): void {
 async function main(): Promise<void> {
   const started = Date.now();
   const reports: StoreReport[] = [];
-  for (const kind of STORES) {
-    if (kind !== 'sqlite' && kind !== 'postgres') throw new Error(`unknown store ${kind}`);
-    reports.push(await benchStore(kind));
+  // One peer for the whole run: the token scenarios' reference, and the users' provider.
+  const peer = await startPeer();
+  try {
+    const idTokens = await mintIdTokens(peer, randomUser);
+    for (const kind of STORES) {
+      if (kind !== 'sqlite' && kind !== 'postgres') throw new Error(`unknown store ${kind}`);
+      reports.push(await benchStore(kind, peer, idTokens));
+    }
+  } finally {
+    peer.stop();
   }
   const date = new Date().toISOString().slice(0, 10);
   const output = {

@@ -5,7 +5,7 @@
 import { strict as assert } from 'node:assert';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import {
   ACTIVATION_DELAY_MS,
   MAX_TOKEN_LIFETIME_MS,
@@ -210,6 +210,22 @@ describe('signing keys', () => {
         const keys = await jwks(ctx);
         assert.equal(keys[0]!.alg, algorithm);
         assert.ok(!('d' in keys[0]!) && !('p' in keys[0]!), 'no private member is published');
+        // A verifier with the published key accepts it, and refuses it with one byte changed.
+        const keySet = createLocalJWKSet({ keys });
+        const { payload, protectedHeader } = await jwtVerify(token, keySet, {
+          audience: 'app-a',
+          typ: 'at+jwt',
+          algorithms: [algorithm],
+        });
+        assert.equal(payload.sub, 'google_oauth2|108234823498234');
+        assert.equal(protectedHeader.kid, keys[0]!.kid);
+        const [head, body, signature] = token.split('.');
+        const bytes = Buffer.from(signature!, 'base64url');
+        bytes[0]! ^= 1;
+        await assert.rejects(
+          jwtVerify(`${head}.${body}.${bytes.toString('base64url')}`, keySet),
+          /signature verification failed/,
+        );
       } finally {
         await ctx.close();
       }

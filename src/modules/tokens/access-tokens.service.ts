@@ -3,7 +3,6 @@
 // jwt_expiration_in_minutes.
 
 import { randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
 import type { Clock } from '../../clock.js';
 import type { ApplicationRecord, Store, UserIdentity, UserRecord } from '../../store/store.js';
 import { applicationNotFound } from '../applications/applications.service.js';
@@ -44,7 +43,13 @@ export class AccessTokens {
     const signer = await this.deps.signingKeys.currentSigner();
     const issuedAt = Math.floor(this.deps.clock.now() / 1000);
     const expiresIn = 60 * application.jwtExpirationInMinutes;
-    const accessToken = await new SignJWT({
+    const accessToken = await signer.sign({
+      iss: this.deps.issuer,
+      sub: `${user.provider}|${user.identifier}`,
+      aud: application.clientId,
+      iat: issuedAt,
+      exp: issuedAt + expiresIn,
+      jti: randomUUID(),
       client_id: application.clientId,
       provider: user.provider,
       identifier: user.identifier,
@@ -53,15 +58,7 @@ export class AccessTokens {
       email: user.email,
       name: user.name,
       locale: user.locale,
-    })
-      .setProtectedHeader({ alg: signer.algorithm, kid: signer.kid, typ: 'at+jwt' })
-      .setIssuer(this.deps.issuer)
-      .setSubject(`${user.provider}|${user.identifier}`)
-      .setAudience(application.clientId)
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(issuedAt + expiresIn)
-      .setJti(randomUUID())
-      .sign(signer.key);
+    });
     return { accessToken, expiresIn };
   }
 }
