@@ -7,6 +7,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type CryptoKey, SignJWT, exportJWK, generateKeyPair } from 'jose';
+import {
+  ID_TOKEN_TYPE,
+  TOKEN_EXCHANGE_GRANT,
+} from '../src/modules/tokens/token-exchange.service.js';
 import { repository } from '../test/run-server.js';
 import type { RequestShape, Scenario } from './scenario.js';
 
@@ -17,8 +21,6 @@ const PEER_CLIENT = 'bench-peer';
 const PEER_RESOURCE = 'urn:example:bench-api';
 /** Distinct ID tokens the exchange cycles through, each for a different user. */
 const ID_TOKENS = 1000;
-const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
-const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
 
 export interface Peer {
   issuer: string;

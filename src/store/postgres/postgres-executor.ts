@@ -1,10 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type CompiledQuery,
+  type DatabaseIntrospector,
   DummyDriver,
   Kysely,
   type Migration,
   PostgresAdapter,
+  type SchemaMetadata,
+  type TableMetadata,
   PostgresDialect,
   PostgresIntrospector,
   PostgresQueryCompiler,
@@ -172,7 +175,9 @@ export class PostgresExecutor implements SqlExecutor {
       'select current_schema() as schema',
     );
     const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
-    const db = new Kysely<unknown>({ dialect: new SingleClientDialect(client) });
+    const db = new Kysely<unknown>({
+      dialect: new SingleClientDialect(client, migrationTableSchema),
+    });
     await migrateToLatest(db, this.#migrations, {
       disableTransactions: true,
       ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
@@ -292,7 +297,10 @@ async function ensureMigrationLockRow(client: pg.Client): Promise<void> {
 
 /** Kysely over one already-connected client, for the migration run's own transaction. */
 class SingleClientDialect extends PostgresDialect {
-  constructor(client: pg.Client) {
+  constructor(
+    client: pg.Client,
+    private readonly schema: string | undefined,
+  ) {
     super({
       pool: {
         connect: () =>
@@ -305,11 +313,54 @@ class SingleClientDialect extends PostgresDialect {
     });
   }
 
+  // Kysely's own introspector reads every schema of the database, naming each in
+  // has_schema_privilege() and pg_get_serial_sequence(): when another session drops a schema or
+  // table meanwhile, the query fails with "schema … does not exist" and so did the migration.
+  // The migrator only asks whether its schema and tables exist, so it is asked of one schema.
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    if (this.schema === undefined) return super.createIntrospector(db);
+    return new OneSchemaIntrospector(db, this.schema);
+  }
+
   // The row lock taken in migrate() serialises runs; Kysely's advisory lock is not needed.
   override createAdapter(): PostgresAdapter {
     return new (class extends PostgresAdapter {
       override async acquireMigrationLock(): Promise<void> {}
       override async releaseMigrationLock(): Promise<void> {}
     })();
+  }
+}
+
+/** Schemas and tables of one schema, from plain catalog reads (no lookups by name). */
+class OneSchemaIntrospector implements DatabaseIntrospector {
+  constructor(
+    private readonly db: Kysely<unknown>,
+    private readonly schema: string,
+  ) {}
+
+  async getSchemas(): Promise<SchemaMetadata[]> {
+    const { rows } = await sql<{ name: string }>`
+      select nspname as name from pg_catalog.pg_namespace where nspname = ${this.schema}
+    `.execute(this.db);
+    return rows;
+  }
+
+  async getTables(): Promise<TableMetadata[]> {
+    const { rows } = await sql<{ name: string; kind: string }>`
+      select c.relname as name, c.relkind as kind
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_namespace ns on ns.oid = c.relnamespace
+      where ns.nspname = ${this.schema} and c.relkind in ('r', 'p', 'v')
+    `.execute(this.db);
+    return rows.map((row) => ({
+      name: row.name,
+      schema: this.schema,
+      isView: row.kind === 'v',
+      columns: [],
+    }));
+  }
+
+  async getMetadata() {
+    return { tables: await this.getTables() };
   }
 }
