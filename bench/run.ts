@@ -267,7 +267,6 @@ function ratioTarget(scenario: string, minimum: number): Target {
 
 // --- processes --------------------------------------------------------------------------
 
-/** Resident set of a process in MB, now and at its peak (Linux /proc); NaN elsewhere. */
 /** CPU time a process used so far (user + system), in µs (Linux /proc, 100 ticks/s); NaN elsewhere. */
 function cpuTimeOf(pid: number): number {
   try {
@@ -279,6 +278,7 @@ function cpuTimeOf(pid: number): number {
   }
 }
 
+/** Resident set of a process in MB, now and at its peak (Linux /proc); NaN elsewhere. */
 function memoryOf(pid: number): { rss: number; peak: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -362,14 +362,34 @@ function capture(port: number, shape: RequestShape): Promise<CapturedResponse> {
   });
 }
 
-async function drive(
-  server: { port: number; pid: number },
-  load: Load,
-  seconds: number,
-): Promise<RunFigures> {
-  const cpuBefore = cpuTimeOf(server.pid);
+/** A server under load: where it listens, its process, and the requests it gets. */
+interface Served {
+  port: number;
+  pid: number;
+  load: Load;
+}
+
+/** One request, whose answer must have the expected status (a failed setup stops the run). */
+async function captureExpected(
+  label: string,
+  port: number,
+  shape: RequestShape,
+  expect: number,
+): Promise<CapturedResponse> {
+  const captured = await capture(port, shape);
+  if (captured.status !== expect) {
+    const body = Buffer.from(captured.body, 'base64').toString();
+    throw new Error(
+      `${label} answered ${captured.status} to ${shape.method} ${shape.path}: ${body}`,
+    );
+  }
+  return captured;
+}
+
+async function drive({ port, pid, load }: Served, seconds: number): Promise<RunFigures> {
+  const cpuBefore = cpuTimeOf(pid);
   const result = await autocannon({
-    url: `http://127.0.0.1:${server.port}`,
+    url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: [
@@ -391,7 +411,7 @@ async function drive(
   const expected = statusCodes[String(load.expect)] ?? 0;
   return {
     rps: answered / result.duration,
-    cpuUs: (cpuTimeOf(server.pid) - cpuBefore) / answered,
+    cpuUs: (cpuTimeOf(pid) - cpuBefore) / answered,
     p50: result.latency.p50,
     p99: result.latency.p99,
     unexpected: answered - expected + result.errors + result.timeouts,
@@ -537,35 +557,34 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
     for (const scenario of selected) {
       const answers: Record<string, CapturedResponse> = {};
       for (const sample of scenario.samples()) {
-        const captured = await capture(tessera.port, sample);
-        if (captured.status !== scenario.expect) {
-          const body = Buffer.from(captured.body, 'base64').toString();
-          throw new Error(`${scenario.name}: Tessera answered ${captured.status}: ${body}`);
-        }
-        answers[sample.method] = captured;
+        answers[sample.method] = await captureExpected(
+          `${scenario.name}: Tessera`,
+          tessera.port,
+          sample,
+          scenario.expect,
+        );
       }
       // The reference: the peer for token scenarios, else the bare server replaying answers.
-      let reference: { port: number; pid: number; load: Load };
-      if (scenario.peer === undefined) {
-        await bare.answer(answers);
-        reference = { port: bare.port, pid: bare.child.pid!, load: scenario };
-      } else {
-        const captured = await capture(peer.port, scenario.peer.next());
-        if (captured.status !== scenario.peer.expect) {
-          const body = Buffer.from(captured.body, 'base64').toString();
-          throw new Error(`${scenario.name}: the peer answered ${captured.status}: ${body}`);
-        }
-        reference = { port: peer.port, pid: peer.pid, load: scenario.peer };
-      }
-      const runs = {
-        tessera: () => drive({ port: tessera!.port, pid }, scenario, DURATION_S),
-        reference: () => drive(reference, reference.load, DURATION_S),
+      const servers: Record<'tessera' | 'reference', Served> = {
+        tessera: { port: tessera.port, pid, load: scenario },
+        reference:
+          scenario.peer === undefined
+            ? { port: bare.port, pid: bare.child.pid!, load: scenario }
+            : { port: peer.port, pid: peer.pid, load: scenario.peer },
       };
+      if (scenario.peer === undefined) await bare.answer(answers);
+      else
+        await captureExpected(
+          `${scenario.name}: the peer`,
+          peer.port,
+          scenario.peer.next(),
+          scenario.peer.expect,
+        );
       let peakRss = memoryOf(pid).rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
       if (WARMUP_S > 0) {
-        await drive({ port: tessera.port, pid }, scenario, WARMUP_S);
-        await drive(reference, reference.load, WARMUP_S);
+        await drive(servers.tessera, WARMUP_S);
+        await drive(servers.reference, WARMUP_S);
       }
       const rounds: ScenarioResult['rounds'] = [];
       for (let round = 0; round < ROUNDS; round++) {
@@ -575,7 +594,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
             ? (['tessera', 'reference'] as const)
             : (['reference', 'tessera'] as const);
         const figures: Partial<Record<'tessera' | 'reference', RunFigures>> = {};
-        for (const server of order) figures[server] = await runs[server]();
+        for (const server of order) figures[server] = await drive(servers[server], DURATION_S);
         rounds.push({
           tessera: figures.tessera!,
           reference: figures.reference!,
