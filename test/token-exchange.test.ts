@@ -738,6 +738,37 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
       });
       oauthError(response, 400, 'invalid_request');
     });
+    it('answers invalid_request, naming the cause, for a compressed or non-UTF-8 form', async () => {
+      const payload = `grant_type=${EXCHANGE.grant_type}&client_id=notes&subject_token=x`;
+      const send = (headers: Record<string, string>) =>
+        ctx.app.inject({ method: 'POST', url: '/oauth2/token', headers, payload });
+      const compressed = oauthError(
+        await send({
+          'content-type': 'application/x-www-form-urlencoded',
+          'content-encoding': 'gzip',
+        }),
+        400,
+        'invalid_request',
+      );
+      assert.match(compressed.error_description, /Content-Encoding gzip is not supported/);
+      const latin1 = oauthError(
+        await send({ 'content-type': 'application/x-www-form-urlencoded; charset=ISO-8859-1' }),
+        400,
+        'invalid_request',
+      );
+      assert.match(latin1.error_description, /charset=iso-8859-1/);
+      const invalid = oauthError(
+        await ctx.app.inject({
+          method: 'POST',
+          url: '/oauth2/token',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload: Buffer.from([0x61, 0x3d, 0xff]),
+        }),
+        400,
+        'invalid_request',
+      );
+      assert.equal(invalid.error_description, 'The request body is not valid UTF-8.');
+    });
     it('answers invalid_request for a JSON body', async () => {
       const response = await ctx.app.inject({
         method: 'POST',

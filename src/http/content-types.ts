@@ -57,7 +57,8 @@ function rejectNonFiniteNumbers(_key: string, value: unknown): unknown {
   return value;
 }
 
-function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
+/** Refuses a compressed body: Tessera reads bodies as sent. */
+export function assertUncompressed(request: FastifyRequest): void {
   const encoding = request.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
     throw problem(
@@ -65,20 +66,31 @@ function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
       `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
     );
   }
-  const { type, charset } = mediaTypeOf(request);
-  // Only PATCH takes a merge patch; POST and PUT replace, so they take plain JSON.
-  if (type === MERGE_PATCH_MEDIA_TYPE && request.method !== 'PATCH') {
-    throw problem('unsupported-media-type', `Send the body as ${JSON_MEDIA_TYPE}.`);
-  }
+}
+
+/** The body as text: UTF-8 only, whatever the charset parameter claims otherwise. */
+export function decodeUtf8Body(request: FastifyRequest, body: Buffer, what: string): string {
+  const { charset } = mediaTypeOf(request);
   if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
-    throw problem('unsupported-media-type', `Only UTF-8 JSON is accepted, not charset=${charset}.`);
+    throw problem(
+      'unsupported-media-type',
+      `Only UTF-8 ${what} is accepted, not charset=${charset}.`,
+    );
   }
-  let text: string;
   try {
-    text = UTF8.decode(body);
+    return UTF8.decode(body);
   } catch {
     throw problem('malformed-request', 'The request body is not valid UTF-8.');
   }
+}
+
+function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
+  assertUncompressed(request);
+  // Only PATCH takes a merge patch; POST and PUT replace, so they take plain JSON.
+  if (mediaTypeOf(request).type === MERGE_PATCH_MEDIA_TYPE && request.method !== 'PATCH') {
+    throw problem('unsupported-media-type', `Send the body as ${JSON_MEDIA_TYPE}.`);
+  }
+  const text = decodeUtf8Body(request, body, 'JSON');
   if (/^\s*$/.test(text)) {
     throw problem('malformed-request', 'The request body is empty; send a JSON document.');
   }

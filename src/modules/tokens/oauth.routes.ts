@@ -4,8 +4,10 @@
 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { assertUncompressed, decodeUtf8Body } from '../../http/content-types.js';
 import { toProblem } from '../../http/error-handler.js';
 import { JsonResponse } from '../../http/schemas.js';
+import { ProblemError } from '../../problems.js';
 import type { AccessTokens } from './access-tokens.service.js';
 import {
   JWKS_MAX_AGE_SECONDS,
@@ -30,7 +32,6 @@ export const TOKEN_ENDPOINT = '/oauth2/token';
 export const JWKS_PATH = '/.well-known/jwks.json';
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 const tags = ['tokens'];
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 export function registerOAuthRoutes(
   app: FastifyInstance,
@@ -85,8 +86,9 @@ export function registerOAuthRoutes(
     scope.addContentTypeParser(
       FORM_MEDIA_TYPE,
       { parseAs: 'buffer' },
-      async function parseFormBody(_request: FastifyRequest, body: string | Buffer) {
-        return parseForm(Buffer.isBuffer(body) ? body : Buffer.from(body));
+      async function parseFormBody(request: FastifyRequest, body: Buffer) {
+        assertUncompressed(request);
+        return parseForm(decodeUtf8Body(request, body, 'form data'));
       },
     );
     scope.setErrorHandler(function answerOAuthError(error, request, reply) {
@@ -129,13 +131,7 @@ export function registerOAuthRoutes(
 }
 
 /** RFC 6749 §3.2: parameters without a value are omitted; none may be repeated. */
-function parseForm(body: Buffer): Record<string, string> {
-  let text: string;
-  try {
-    text = UTF8.decode(body);
-  } catch {
-    throw new OAuthError('invalid_request', 'The request body is not valid UTF-8.');
-  }
+function parseForm(text: string): Record<string, string> {
   const parameters: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [name, value] of new URLSearchParams(text)) {
     if (value === '') continue;
@@ -160,8 +156,11 @@ function toOAuthError(error: unknown, request: FastifyRequest): OAuthError {
           500,
         );
   }
+  // Fastify's own 415 (another media type) names the one to send; ours name their cause.
   const detail =
-    failure.status === 415 ? `Send the request as ${FORM_MEDIA_TYPE}.` : failure.detail;
+    failure.status === 415 && !(error instanceof ProblemError)
+      ? `Send the request as ${FORM_MEDIA_TYPE}.`
+      : failure.detail;
   return new OAuthError('invalid_request', detail);
 }
 
