@@ -43,22 +43,27 @@ export interface SigningKeyStatus {
   publishedUntil: number | null;
 }
 
+/** The key that signs at `now`: the newest one activated (the first key, before any has). */
+function activeIndex(keys: readonly SigningKeyRecord[], now: number): number {
+  return Math.max(
+    0,
+    keys.findLastIndex((key) => key.activatesAt <= now),
+  );
+}
+
 /** Each key's state at `now`, in generation order. */
 export function describeSigningKeys(keys: readonly SigningKeyRecord[], now: number) {
-  let activeIndex = 0;
-  keys.forEach((key, index) => {
-    if (key.activatesAt <= now) activeIndex = index;
-  });
+  const active = activeIndex(keys, now);
   return keys.map((key, index): SigningKeyStatus => {
     const successors = keys.slice(index + 1).filter((later) => later.activatesAt <= now);
     const retiredAt =
-      index < activeIndex ? Math.min(...successors.map((later) => later.activatesAt)) : null;
+      index < active ? Math.min(...successors.map((later) => later.activatesAt)) : null;
     const publishedUntil =
       retiredAt === null ? null : retiredAt + MAX_TOKEN_LIFETIME_MS + CLOCK_SKEW_MS;
     const state: SigningKeyState =
-      index > activeIndex
+      index > active
         ? 'pending'
-        : index === activeIndex
+        : index === active
           ? 'active'
           : publishedUntil! > now
             ? 'retired'
@@ -116,7 +121,12 @@ export class SigningKeys {
   async rotate(): Promise<SigningKeyRecord> {
     const keys = await this.#load(true);
     const added = await this.#add(keys.at(-1), { retry: true });
-    return added!;
+    if (added === null) {
+      throw new Error(
+        'Other processes added signing keys at the same moment, four times in a row; rotate again.',
+      );
+    }
+    return added;
   }
 
   /** Every stored key with its state now (for operators). */
@@ -131,9 +141,7 @@ export class SigningKeys {
       await this.ensureSigningKey();
       keys = await this.#load(true);
     }
-    const statuses = describeSigningKeys(keys, this.deps.clock.now());
-    const index = statuses.findIndex((status) => status.state === 'active');
-    return this.#signer(keys[index]!);
+    return this.#signer(keys[activeIndex(keys, this.deps.clock.now())]!);
   }
 
   /** The public keys verifiers need now: pending, active and retired-but-needed ones. */
