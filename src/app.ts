@@ -73,8 +73,15 @@ export function createServices(deps: {
     { onTouchFailed: (error) => log.warn({ err: error }, 'could not record an API key use') },
   );
   const users = new UsersService({ store, clock });
+  const applications = new ApplicationsService({ store, clock });
   const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm });
-  const accessTokens = new AccessTokens({ store, clock, signingKeys, issuer: tokens.issuer });
+  const accessTokens = new AccessTokens({
+    applications,
+    users,
+    clock,
+    signingKeys,
+    issuer: tokens.issuer,
+  });
   const verifier = new ExternalTokenVerifier({
     clock,
     policy: { allowInsecure: tokens.allowInsecureJwks },
@@ -83,12 +90,12 @@ export function createServices(deps: {
   });
   return {
     authenticator,
-    applications: new ApplicationsService({ store, clock }),
+    applications,
     users,
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
     signingKeys,
     accessTokens,
-    tokenExchange: new TokenExchange({ store, clock, verifier, accessTokens, users }),
+    tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
   };
 }
 

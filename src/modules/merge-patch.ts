@@ -1,6 +1,7 @@
 // JSON Merge Patch (RFC 7396) for free-form JSON members such as external_token_validation.
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** A JSON object: not null, not an array. */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -4,9 +4,9 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
-import type { ApplicationRecord, Store, UserIdentity, UserRecord } from '../../store/store.js';
-import { applicationNotFound } from '../applications/applications.service.js';
-import { userNotFound } from '../users/users.service.js';
+import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
+import type { ApplicationsService } from '../applications/applications.service.js';
+import type { UsersService } from '../users/users.service.js';
 import type { SigningKeys } from './signing-keys.service.js';
 
 export interface IssuedToken {
@@ -18,7 +18,8 @@ export interface IssuedToken {
 export class AccessTokens {
   constructor(
     private readonly deps: {
-      store: Store;
+      applications: ApplicationsService;
+      users: UsersService;
       clock: Clock;
       signingKeys: SigningKeys;
       issuer: string;
@@ -32,10 +33,8 @@ export class AccessTokens {
 
   /** A token for an existing user (the trusted back-end route); 404 for a missing one. */
   async issueForUser(identity: UserIdentity): Promise<IssuedToken> {
-    const application = await this.deps.store.applications.findApplication(identity.clientId);
-    if (application === undefined) throw applicationNotFound(identity.clientId);
-    const user = await this.deps.store.users.findUser(identity);
-    if (user === undefined) throw userNotFound(identity);
+    const application = await this.deps.applications.findApplication(identity.clientId);
+    const user = await this.deps.users.findUser(identity);
     return this.issue(application, user);
   }
 

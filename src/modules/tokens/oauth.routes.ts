@@ -31,6 +31,8 @@ import {
 export const TOKEN_ENDPOINT = '/oauth2/token';
 export const JWKS_PATH = '/.well-known/jwks.json';
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+/** Discovery and the JWKS may be cached as long as a rotated key waits before it signs. */
+const PUBLIC_CACHE = `public, max-age=${JWKS_MAX_AGE_SECONDS}`;
 const tags = ['tokens'];
 
 export function registerOAuthRoutes(
@@ -39,6 +41,16 @@ export function registerOAuthRoutes(
 ): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const issuer = deps.accessTokens.issuer;
+  // The discovery document never changes while the process runs.
+  const discovery = {
+    issuer,
+    jwks_uri: `${issuer}${JWKS_PATH}`,
+    token_endpoint: `${issuer}${TOKEN_ENDPOINT}`,
+    grant_types_supported: [TOKEN_EXCHANGE_GRANT],
+    token_endpoint_auth_methods_supported: ['none'],
+    subject_token_types_supported: [ID_TOKEN_TYPE],
+    access_token_signing_alg_values_supported: [...SIGNING_ALGORITHMS],
+  };
 
   api.get(
     JWKS_PATH,
@@ -51,7 +63,7 @@ export function registerOAuthRoutes(
       },
     },
     async function serveJwks(_request, reply) {
-      reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
+      reply.header('cache-control', PUBLIC_CACHE);
       return { keys: await deps.signingKeys.publishedKeys() };
     },
   );
@@ -67,16 +79,8 @@ export function registerOAuthRoutes(
       },
     },
     async function serveDiscovery(_request, reply) {
-      reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
-      return {
-        issuer,
-        jwks_uri: `${issuer}${JWKS_PATH}`,
-        token_endpoint: `${issuer}${TOKEN_ENDPOINT}`,
-        grant_types_supported: [TOKEN_EXCHANGE_GRANT],
-        token_endpoint_auth_methods_supported: ['none'],
-        subject_token_types_supported: [ID_TOKEN_TYPE],
-        access_token_signing_alg_values_supported: [...SIGNING_ALGORITHMS],
-      };
+      reply.header('cache-control', PUBLIC_CACHE);
+      return discovery;
     },
   );
 

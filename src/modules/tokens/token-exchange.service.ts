@@ -2,13 +2,12 @@
 // in, a Tessera access token out. The outside token is the only credential. The same
 // evaluation serves the integrators' dry run, which stops before creating anything.
 
-import { Value } from 'typebox/value';
-import type { Clock } from '../../clock.js';
+import { Compile } from 'typebox/compile';
 import { isEmail, isHttpUrl, isLanguageTag } from '../../http/formats.js';
 import { ProblemError } from '../../problems.js';
 import type { ApplicationRecord, Store, UserRecord } from '../../store/store.js';
 import { ClientId } from '../applications/applications.schemas.js';
-import { applicationNotFound } from '../applications/applications.service.js';
+import type { ApplicationsService } from '../applications/applications.service.js';
 import { type CreateUserBody, UserName } from '../users/users.schemas.js';
 import type { UsersService } from '../users/users.service.js';
 import type { AccessTokens } from './access-tokens.service.js';
@@ -17,6 +16,10 @@ import type { CheckFailure, ExternalTokenVerifier, TokenInspection } from './ext
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+// Compiled once: Value.Check would rebuild each pattern's RegExp on every exchange.
+const CLIENT_ID = Compile(ClientId);
+const USER_NAME = Compile(UserName);
+
 /** Seconds a caller should wait after the provider's keys could not be fetched. */
 export const PROVIDER_RETRY_AFTER_SECONDS = 5;
 
@@ -63,7 +66,7 @@ export class TokenExchange {
   constructor(
     private readonly deps: {
       store: Store;
-      clock: Clock;
+      applications: ApplicationsService;
       verifier: ExternalTokenVerifier;
       accessTokens: AccessTokens;
       users: UsersService;
@@ -89,8 +92,7 @@ export class TokenExchange {
 
   /** The dry run: every check of an exchange, nothing issued, nothing created. */
   async evaluateForApplication(clientId: string, token: string): Promise<Evaluation> {
-    const application = await this.deps.store.applications.findApplication(clientId);
-    if (application === undefined) throw applicationNotFound(clientId);
+    const application = await this.deps.applications.findApplication(clientId);
     return this.evaluate(application, token);
   }
 
@@ -123,7 +125,7 @@ export class TokenExchange {
   }
 
   async #findClient(clientId: string): Promise<ApplicationRecord> {
-    const application = Value.Check(ClientId, clientId)
+    const application = CLIENT_ID.Check(clientId)
       ? await this.deps.store.applications.findApplication(clientId)
       : undefined;
     if (application === undefined) {
@@ -211,7 +213,7 @@ export function registrationFromClaims(
     provider: identity.provider,
     identifier: identity.identifier,
     name:
-      typeof name === 'string' && Value.Check(UserName, name)
+      typeof name === 'string' && USER_NAME.Check(name)
         ? name.trim()
         : nameFromIdentifier(identity.identifier),
     email,

@@ -150,7 +150,7 @@ function writeKey(identity: UserIdentity): string {
   return JSON.stringify([identity.clientId, identity.provider, identity.identifier]);
 }
 
-export function userNotFound(identity: UserIdentity) {
+function userNotFound(identity: UserIdentity) {
   return problem(
     'not-found',
     `Application "${identity.clientId}" has no user with provider "${identity.provider}" and this identifier.`,
