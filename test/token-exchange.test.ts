@@ -216,6 +216,29 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
     );
   });
 
+  it('takes the identifier from identifier_claim, and accepts a single-string audience', async () => {
+    await createApplication(ctx, {
+      client_id: 'notes-by-email',
+      mode: 'external',
+      external_token_validation: entryFor(provider, {
+        identifier_claim: 'email',
+        audience: NATIVE_CLIENT,
+      }),
+    });
+    const response = await exchangeToken(ctx, 'notes-by-email', await provider.signIn('ada'));
+    assert.equal(response.statusCode, 200, response.body);
+    const path = '/applications/notes-by-email/users/google_oauth2/ada%40example.com';
+    assert.equal((await call(ctx, 'GET', path)).statusCode, 200);
+    const { payload } = await jwtVerify(
+      response.json<{ access_token: string }>().access_token,
+      createLocalJWKSet(
+        (await ctx.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json(),
+      ),
+      { currentDate: new Date(clock.now()) },
+    );
+    assert.equal(payload.sub, 'google_oauth2|ada@example.com');
+  });
+
   it('accepts an ES256 ID token from the provider', async () => {
     const response = await exchangeToken(ctx, 'notes', await provider.signIn('ada', ES256_CLIENT));
     assert.equal(response.statusCode, 200, response.body);
@@ -606,6 +629,24 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
       );
       const response = await exchangeToken(ctx, 'notes', token);
       assert.equal(response.statusCode, 200, response.body);
+    });
+
+    it('accepts a token valid from 59 s in the future (nbf, within the leeway)', async () => {
+      const token = await withProviderKey(
+        claims({ sub: 'early-1', email: 'early@example.com', nbf: seconds() + 59 }),
+      );
+      const response = await exchangeToken(ctx, 'notes', token);
+      assert.equal(response.statusCode, 200, response.body);
+    });
+
+    it('refuses first login with an e-mail claim that is not an address', async () => {
+      const token = await withProviderKey(claims({ sub: 'badmail-1', email: 'not-an-address' }));
+      const body = oauthError(await exchangeToken(ctx, 'notes', token), 400, 'invalid_grant');
+      assert.match(body.error_description, /^email:/);
+      assert.equal(
+        (await call(ctx, 'GET', '/applications/notes/users/google_oauth2/badmail-1')).statusCode,
+        404,
+      );
     });
   });
 
