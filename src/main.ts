@@ -1,5 +1,6 @@
 // `npm start`: serve the API with the configuration from the environment.
 
+import './supported-node.js';
 import { ConfigError, loadConfig } from './config.js';
 import { describeFailure } from './failures.js';
 import { startServer } from './server.js';

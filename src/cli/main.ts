@@ -1,6 +1,7 @@
 // `tessera`: the operator's command line. Thin: parse arguments, then call the same services
 // the HTTP API uses, on the store named by DATABASE_URL.
 
+import '../supported-node.js';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createServices } from '../app.js';
