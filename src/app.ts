@@ -5,7 +5,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
@@ -16,6 +21,7 @@ import {
   registerErrorHandling,
   sendProblem,
   toProblem,
+  unknownRouteProblem,
 } from './http/error-handler.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
@@ -37,7 +43,7 @@ import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/tok
 import { registerTokenRoutes } from './modules/tokens/tokens.routes.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
 import { UsersService } from './modules/users/users.service.js';
-import { problem } from './problems.js';
+import { type ProblemError, problem } from './problems.js';
 import type { Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
@@ -116,6 +122,31 @@ export interface AppOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** What makes a request unreadable whatever its route, or null. */
+function refuseMalformed(request: FastifyRequest): ProblemError | null {
+  const { raw } = request;
+  // HTTP/0.9 has no headers, so no Host, no key and no status line in the answer.
+  if (raw.httpVersionMajor === 0) {
+    return problem('http-version-not-supported', 'HTTP/0.9 is not supported; use HTTP/1.1.', {
+      headers: { connection: 'close' },
+    });
+  }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check answers
+  // with an empty body, so it is turned off (requireHostHeader) and done here instead.
+  if (raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    return problem('malformed-request', 'An HTTP/1.1 request needs a Host header.');
+  }
+  // Node keeps the first of two Authorization headers; which one a proxy or a log saw is
+  // then anyone's guess (RFC 9110 §5.3: it is not a list), so both are refused.
+  let authorizations = 0;
+  for (let index = 0; index < raw.rawHeaders.length; index += 2) {
+    if (raw.rawHeaders[index]!.toLowerCase() === 'authorization' && ++authorizations > 1) {
+      return problem('malformed-request', 'Send one Authorization header, not several.');
+    }
+  }
+  return null;
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, services } = options;
   const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
@@ -156,6 +187,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     closing = true;
     done();
   });
+  // An unknown route is answered in onRequest, before its body is read or parsed: a request
+  // no route serves costs no more than refusing it.
+  const unknownRoute = (request: FastifyRequest) => unknownRouteProblem(request, routeIndex);
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
@@ -167,10 +201,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
       return;
     }
-    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check answers
-    // with an empty body, so it is turned off (requireHostHeader) and done here instead.
-    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      done(problem('malformed-request', 'An HTTP/1.1 request needs a Host header.'));
+    const failure = refuseMalformed(request) ?? (request.is404 ? unknownRoute(request) : null);
+    if (failure !== null) {
+      done(failure);
       return;
     }
     done();
