@@ -14,6 +14,7 @@ import Fastify, {
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
+import { AuthFailureLimiter } from './http/auth-failures.js';
 import { registerJsonBodies } from './http/content-types.js';
 import {
   answerConnect,
@@ -111,9 +112,12 @@ export interface AppOptions {
   logger: FastifyBaseLogger;
   /** Requests per minute per API key; 0: no limit. */
   rateLimitPerMinute: number;
-  /** Shared rate-limit counters (REDIS_URL); undefined: this instance's memory. */
+  /** Failed authentications per minute per client address (API keys, /oauth2/token); 0: no limit. */
+  authFailuresPerMinute: number;
+  /** Shared rate-limit and failure counters (REDIS_URL); undefined: this instance's memory. */
   rateLimitRedis?: Redis;
   rateLimitRedisPrefix?: string;
+  authFailuresRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
@@ -248,9 +252,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return app.swagger();
   });
 
+  const failureLimiter = (purpose: string) =>
+    new AuthFailureLimiter({
+      perMinute: options.authFailuresPerMinute,
+      purpose,
+      ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+      ...(options.authFailuresRedisPrefix === undefined
+        ? {}
+        : { redisPrefix: options.authFailuresRedisPrefix }),
+    });
+
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
-  registerOAuthRoutes(app, services);
+  registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
 
   const cursors = new CursorCodec(
     await store.settings.getOrCreateSetting(
@@ -261,7 +275,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(
     async function api(scope) {
-      registerAuthentication(scope, (secret) => services.authenticator.authenticate(secret));
+      registerAuthentication(
+        scope,
+        (secret) => services.authenticator.authenticate(secret),
+        failureLimiter('api-key'),
+      );
       await registerRateLimit(scope, {
         perMinute: options.rateLimitPerMinute,
         ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),

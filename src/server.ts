@@ -67,7 +67,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     log: logger,
   });
   const rateLimitRedis =
-    config.redisUrl === null || config.rateLimitPerMinute === 0
+    config.redisUrl === null ||
+    (config.rateLimitPerMinute === 0 && config.authFailuresPerMinute === 0)
       ? undefined
       : openRateLimitRedis(config.redisUrl, logger);
   const app = await buildApp({
@@ -75,6 +76,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     services,
     logger,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    authFailuresPerMinute: config.authFailuresPerMinute,
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version: packageVersion(),
