@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { clientKey } from '../src/http/auth-failures.js';
 import { openRateLimitRedis } from '../src/http/rate-limit.js';
-import { buildTestApp, call, problemOf, type TestContext } from './helpers.js';
+import { buildTestApp, problemOf, type TestContext } from './helpers.js';
 import { REDIS_TEST_URL, skipWithoutRedis } from './redis.js';
 
 const LIMIT = 5;
