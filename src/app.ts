@@ -38,6 +38,7 @@ import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
 import { registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
+import { registerSigningKeyRoutes } from './modules/tokens/signing-keys.routes.js';
 import { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { TokenExchange } from './modules/tokens/token-exchange.service.js';
 import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
@@ -81,7 +82,12 @@ export function createServices(deps: {
   );
   const users = new UsersService({ store, clock });
   const applications = new ApplicationsService({ store, clock });
-  const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm });
+  const signingKeys = new SigningKeys({
+    store,
+    clock,
+    algorithm: tokens.algorithm,
+    secretKey: tokens.secretKey ?? null,
+  });
   const accessTokens = new AccessTokens({
     applications,
     users,
@@ -291,6 +297,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerUserRoutes(scope, { users: services.users, cursors });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
+      registerSigningKeyRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );

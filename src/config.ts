@@ -169,6 +169,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       algorithm: vars.IAM_TOKEN_ALG ?? 'ES256',
       issuer: vars.IAM_ISSUER ?? `http://${hostForUrl(vars.HOST ?? '127.0.0.1')}:${port}`,
       allowInsecureJwks: vars.IAM_ALLOW_INSECURE_JWKS === 'true',
+      /** IAM_SECRET_KEY: seals private signing keys at rest (AES-256-GCM); null: kept in clear. */
+      secretKey:
+        vars.IAM_SECRET_KEY === undefined ? null : Buffer.from(vars.IAM_SECRET_KEY, 'base64'),
     },
     /**
      * The issuer was derived from a wildcard listen address (HOST=0.0.0.0 or ::): no verifier

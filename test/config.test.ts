@@ -15,7 +15,7 @@ describe('loadConfig', () => {
     assert.equal(config.rateLimitPerMinute, 60_000);
     assert.equal(config.authFailuresPerMinute, 60);
     assert.equal(config.redisUrl, null);
-    assert.equal(config.secretKey, null);
+    assert.equal(config.tokens.secretKey, null);
   });
 
   it('reads every variable', () => {
@@ -39,7 +39,7 @@ describe('loadConfig', () => {
     assert.equal(config.logLevel, 'debug');
     assert.equal(config.rateLimitPerMinute, 0);
     assert.equal(config.authFailuresPerMinute, 10);
-    assert.deepEqual(config.secretKey, Buffer.alloc(32, 7));
+    assert.deepEqual(config.tokens.secretKey, Buffer.alloc(32, 7));
     assert.equal(config.trustProxy, true);
     assert.equal(config.redisUrl, 'redis://cache:6379/2');
   });
@@ -53,7 +53,10 @@ describe('loadConfig', () => {
 
   it('takes IAM_SECRET_KEY in base64url too', () => {
     const key = Buffer.alloc(32, 200);
-    assert.deepEqual(loadConfig({ IAM_SECRET_KEY: key.toString('base64url') }).secretKey, key);
+    assert.deepEqual(
+      loadConfig({ IAM_SECRET_KEY: key.toString('base64url') }).tokens.secretKey,
+      key,
+    );
   });
 
   it('treats empty variables as unset', () => {
@@ -142,6 +145,7 @@ describe('loadConfig: access tokens (SPEC §7)', () => {
       algorithm: 'ES256',
       issuer: 'http://127.0.0.1:8080',
       allowInsecureJwks: false,
+      secretKey: null,
     });
     assert.equal(loadConfig({ HOST: '::1', PORT: '9000' }).tokens.issuer, 'http://[::1]:9000');
   });
@@ -156,7 +160,20 @@ describe('loadConfig: access tokens (SPEC §7)', () => {
       algorithm: 'EdDSA',
       issuer: 'https://id.example.com/tessera',
       allowInsecureJwks: true,
+      secretKey: null,
     });
+  });
+
+  it('flags an issuer derived from a wildcard listen address', () => {
+    for (const host of ['0.0.0.0', '::']) {
+      assert.equal(loadConfig({ HOST: host }).issuerFromWildcardHost, true, host);
+      assert.equal(
+        loadConfig({ HOST: host, IAM_ISSUER: 'https://iam.example.com' }).issuerFromWildcardHost,
+        false,
+      );
+    }
+    assert.equal(loadConfig({ HOST: '10.0.0.5' }).issuerFromWildcardHost, false);
+    assert.equal(loadConfig({}).issuerFromWildcardHost, false);
   });
 
   for (const [name, value] of [

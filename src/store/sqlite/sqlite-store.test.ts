@@ -249,6 +249,9 @@ describe('openSqliteStore on a file', () => {
         updatedAt: T0,
         expiresAt: null,
         lastUsedAt: null,
+        previousSecretDigest: null,
+        previousExpiresAt: null,
+        revokedAt: null,
       });
       const outcomes = await Promise.all([
         a.apiKeys.insertFirstApiKey(key('from-a')),
@@ -257,8 +260,8 @@ describe('openSqliteStore on a file', () => {
         b.apiKeys.insertFirstApiKey(key('from-b-2')),
       ]);
       assert.equal(outcomes.filter(Boolean).length, 1);
-      assert.equal(await a.apiKeys.countApiKeys(), 1);
-      assert.equal(await b.apiKeys.countApiKeys(), 1);
+      assert.equal(await a.apiKeys.countApiKeys({ includeRevoked: true }), 1);
+      assert.equal(await b.apiKeys.countApiKeys({ includeRevoked: true }), 1);
     });
 
     it('agree on a setting both create at once', async () => {
