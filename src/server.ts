@@ -87,7 +87,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
 }
 
 /** One warning per risky setting, once, at start-up. */
-function warnAboutConfiguration(config: Config, logger: pino.Logger): void {
+export function warnAboutConfiguration(config: Config, logger: pino.Logger): void {
   if (config.tokens.allowInsecureJwks) {
     logger.warn(
       'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',

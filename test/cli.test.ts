@@ -20,6 +20,8 @@ const RECORD_FIELDS = [
   'id',
   'last_used_at',
   'name',
+  'previous_expires_at',
+  'revoked_at',
   'roles',
   'updated_at',
 ];
@@ -77,6 +79,7 @@ describe('tessera keys', () => {
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'tessera-cli-'));
     database = join(directory, 't.db');
+    assert.equal((await runCli(database, ['migrate'])).code, 0);
   });
   after(() => rm(directory, { recursive: true, force: true }));
 
@@ -262,6 +265,7 @@ describe('tessera with bad arguments', () => {
 
   it('creates no key when the arguments are bad', async () => {
     const database = join(directory, 'untouched.db');
+    assert.equal((await runCli(database, ['migrate'])).code, 0);
     await runCli(database, ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--nope']);
     await runCli(database, [
       'keys',
@@ -318,6 +322,7 @@ describe('tessera signing-keys', () => {
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'tessera-signing-'));
     database = join(directory, 't.db');
+    assert.equal((await runCli(database, ['migrate'])).code, 0);
   });
   after(() => rm(directory, { recursive: true, force: true }));
 
@@ -353,9 +358,151 @@ describe('tessera signing-keys', () => {
     assert.equal(human.stdout.trim().split('\n').length, 2);
   });
 
-  it('refuses an unknown subcommand with exit code 2', async () => {
-    const result = await runCli(database, ['signing-keys', 'revoke']);
+  it('revoke KID removes the key from the JWKS, a new key signing in its place', async () => {
+    const [active] = (
+      JSON.parse(
+        (await runCli(database, ['signing-keys', 'list', '--json'])).stdout,
+      ) as SigningKeyJson[]
+    ).filter((key) => key.state === 'active');
+    const result = await runCli(database, ['signing-keys', 'revoke', active!.kid, '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const summary = JSON.parse(result.stdout) as {
+      revoked: SigningKeyJson;
+      active: SigningKeyJson;
+    };
+    assert.equal(summary.revoked.kid, active!.kid);
+    assert.equal(summary.revoked.state, 'revoked');
+    assert.notEqual(summary.active.kid, active!.kid);
+    assert.equal(summary.active.state, 'active');
+    const human = await runCli(database, ['signing-keys', 'revoke', active!.kid]);
+    assert.match(human.stdout, /^Revoked signing key /);
+  });
+
+  it('refuses an unknown subcommand, and revoke without a kid, with exit code 2', async () => {
+    const result = await runCli(database, ['signing-keys', 'frobnicate']);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /rotate or list/);
+    assert.match(result.stderr, /rotate, revoke or list/);
+    assert.equal((await runCli(database, ['signing-keys', 'revoke'])).code, 2);
+  });
+});
+
+describe('tessera keys rotate and list --include-revoked', () => {
+  let directory: string;
+  let database: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-rotate-'));
+    database = join(directory, 't.db');
+    assert.equal((await runCli(database, ['migrate'])).code, 0);
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  it('prints a new secret once; the record shows until when the old one works', async () => {
+    const created = JSON.parse(
+      (
+        await runCli(database, [
+          'keys',
+          'create',
+          '--name',
+          'ci',
+          '--roles',
+          'users:read',
+          '--json',
+        ])
+      ).stdout,
+    ) as KeyJson & { key: string };
+    const started = Date.now();
+    const rotated = await runCli(database, [
+      'keys',
+      'rotate',
+      created.id,
+      '--overlap',
+      '2h',
+      '--json',
+    ]);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const body = JSON.parse(rotated.stdout) as KeyJson & {
+      key: string;
+      previous_expires_at: string;
+    };
+    assert.match(body.key, /^tsr_[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(body.key, created.key);
+    const until = Date.parse(body.previous_expires_at);
+    assert.ok(until >= started + 2 * 3_600_000 && until <= Date.now() + 2 * 3_600_000);
+    const human = await runCli(database, ['keys', 'rotate', created.id, '--overlap', '0']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.equal((human.stdout.match(SECRET) ?? []).length, 1, 'the secret, once');
+  });
+
+  it('refuses an overlap beyond 7 days or without a unit, with exit code 2', async () => {
+    for (const overlap of ['8d', '2', '1y']) {
+      const result = await runCli(database, ['keys', 'rotate', 'some-id', '--overlap', overlap]);
+      assert.equal(result.code, 2, `${overlap}: ${result.stderr}`);
+    }
+  });
+
+  it('lists revoked keys with --include-revoked only', async () => {
+    const created = JSON.parse(
+      (
+        await runCli(database, [
+          'keys',
+          'create',
+          '--name',
+          'gone',
+          '--roles',
+          'users:read',
+          '--json',
+        ])
+      ).stdout,
+    ) as KeyJson;
+    assert.equal((await runCli(database, ['keys', 'revoke', created.id])).code, 0);
+    const live = JSON.parse(
+      (await runCli(database, ['keys', 'list', '--json'])).stdout,
+    ) as KeyJson[];
+    assert.ok(!live.some((key) => key.id === created.id));
+    const all = JSON.parse(
+      (await runCli(database, ['keys', 'list', '--include-revoked', '--json'])).stdout,
+    ) as (KeyJson & { revoked_at: string | null })[];
+    assert.notEqual(all.find((key) => key.id === created.id)?.revoked_at, null);
+  });
+});
+
+describe('tessera creates a database only in serve and migrate', () => {
+  let directory: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-nodb-'));
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  for (const args of [
+    ['keys', 'list'],
+    ['keys', 'create', '--name', 'ci', '--roles', 'users:read'],
+    ['signing-keys', 'list'],
+  ]) {
+    it(`refuses ${args.slice(0, 2).join(' ')} on a missing database, naming the path`, async () => {
+      const database = join(directory, 'missing', 'x.db');
+      const result = await runCli(database, args);
+      assert.equal(result.code, 1, result.stdout);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, /^tessera: no database at [^\n]*missing\/x\.db[^\n]*\n$/);
+      assert.equal(existsSync(join(directory, 'missing')), false, 'no directory was created');
+    });
+  }
+
+  it('does not create ./data when run in the wrong directory', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.DATABASE_URL;
+    delete env.NODE_TEST_CONTEXT;
+    const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/main.ts'), 'keys', 'list'],
+        { cwd: directory, env, encoding: 'utf8' },
+        (error, _stdout, stderr) =>
+          resolve({ code: error === null ? 0 : Number(error.code), stderr }),
+      );
+    });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /no database at .*data\/tessera\.db/);
+    assert.equal(existsSync(join(directory, 'data')), false);
   });
 });

@@ -53,6 +53,10 @@ export function registerOAuthRoutes(
     issuer,
     jwks_uri: `${issuer}${JWKS_PATH}`,
     token_endpoint: `${issuer}${TOKEN_ENDPOINT}`,
+    // Required by OpenID Connect Discovery. Tessera has no authorization endpoint, so no
+    // response type; `sub` (<provider>|<identifier>) is the same for every application.
+    response_types_supported: [],
+    subject_types_supported: ['public'],
     grant_types_supported: [TOKEN_EXCHANGE_GRANT],
     token_endpoint_auth_methods_supported: ['none'],
     subject_token_types_supported: [ID_TOKEN_TYPE],

@@ -147,7 +147,10 @@ export class SigningKeys {
       secretKey?: Buffer | null;
     },
   ) {
-    this.#sealer = deps.secretKey == null ? null : new PrivateKeySealer(deps.secretKey);
+    this.#sealer =
+      deps.secretKey === undefined || deps.secretKey === null
+        ? null
+        : new PrivateKeySealer(deps.secretKey);
   }
 
   /**
