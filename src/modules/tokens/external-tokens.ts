@@ -17,6 +17,7 @@ import {
 } from 'jose';
 import { Compile } from 'typebox/compile';
 import type { Clock } from '../../clock.js';
+import { quoteInput } from '../../problems.js';
 import type { ApplicationRecord } from '../../store/store.js';
 import { isObject } from '../merge-patch.js';
 import { Identifier, Provider } from '../users/users.schemas.js';
@@ -42,6 +43,7 @@ export const CHECKS = [
   'audience',
   'expiry',
   'not_before',
+  'issued_at',
   'claims',
   'identifier',
   'user',
@@ -75,8 +77,14 @@ export const ASYMMETRIC_ALGORITHMS = [
 const PROVIDER = Compile(Provider);
 const IDENTIFIER = Compile(Identifier);
 
-/** exp and nbf may be off by this much (SPEC §7). */
+/** exp, nbf and iat may be off by this much (SPEC §7, §8). */
 export const CLOCK_TOLERANCE_SECONDS = 60;
+
+/**
+ * After a failed JWKS fetch, the same jwks_uri is not fetched again for this long: a burst of
+ * exchanges during a provider outage makes one fetch, not one each (SPEC §8: at least 5 s).
+ */
+export const JWKS_FAILURE_MEMORY_MS = 5_000;
 
 /** An entry of external_token_validation, checked and normalised. */
 export interface ValidationEntry {
@@ -109,6 +117,10 @@ const fail = (check: CheckName, detail: string, retryable = false): CheckFailure
 export class ExternalTokenVerifier {
   /** One remote key set per jwks_uri: keys cached, refetched on an unknown kid after a cooldown. */
   readonly #keySets: LRUCache<string, RemoteJWKSet>;
+  /** jwks_uri → the failed fetch and when it may be tried again. */
+  readonly #failedFetches = new LRUCache<string, { error: unknown; retryAt: number }>({
+    max: 1000,
+  });
 
   constructor(
     private readonly deps: {
@@ -162,7 +174,8 @@ export class ExternalTokenVerifier {
   ): Promise<{ claims: Record<string, unknown> } | CheckFailure> {
     const remote = this.#keySet(entry.jwksUri);
     try {
-      const { payload } = await jwtVerify(token, withCachedKeysOnOutage(remote), {
+      const resolveKey = withCachedKeysOnOutage(remote, this.#fetchMemory(entry.jwksUri.href));
+      const { payload } = await jwtVerify(token, resolveKey, {
         issuer: entry.issuer,
         audience: entry.audience,
         algorithms: entry.algorithms,
@@ -170,10 +183,30 @@ export class ExternalTokenVerifier {
         currentDate: new Date(this.deps.clock.now()),
         requiredClaims: ['exp'],
       });
+      // jose checks iat only against a maximum age; one from the future is refused here.
+      const nowSeconds = this.deps.clock.now() / 1000;
+      if (typeof payload.iat === 'number' && payload.iat > nowSeconds + CLOCK_TOLERANCE_SECONDS) {
+        return fail(
+          'issued_at',
+          `The token claims to be issued in the future (iat), beyond ${CLOCK_TOLERANCE_SECONDS} s of leeway.`,
+        );
+      }
       return { claims: payload as Record<string, unknown> };
     } catch (error) {
       return classifyVerificationError(error, entry);
     }
+  }
+
+  #fetchMemory(href: string): FetchMemory {
+    const clock = this.deps.clock;
+    return {
+      failure: () => {
+        const failed = this.#failedFetches.get(href);
+        return failed !== undefined && failed.retryAt > clock.now() ? failed.error : undefined;
+      },
+      remember: (error) =>
+        this.#failedFetches.set(href, { error, retryAt: clock.now() + JWKS_FAILURE_MEMORY_MS }),
+    };
   }
 
   #keySet(url: URL): RemoteJWKSet {
@@ -223,7 +256,7 @@ function findEntry(
   }
   return fail(
     'issuer',
-    `No entry of external_token_validation has the issuer "${claims.iss}" of this token.`,
+    `No entry of external_token_validation has the issuer "${quoteInput(claims.iss)}" of this token.`,
   );
 }
 
@@ -287,7 +320,7 @@ function checkAlgorithm(header: Record<string, unknown>, entry: ValidationEntry)
   if (typeof alg !== 'string' || !entry.algorithms.includes(alg)) {
     return fail(
       'algorithm',
-      `The token's algorithm ${JSON.stringify(alg ?? null)} is not allowed; allowed: ${entry.algorithms.join(', ')}.`,
+      `The token's algorithm ${quoteInput(JSON.stringify(alg ?? null))} is not allowed; allowed: ${entry.algorithms.join(', ')}.`,
     );
   }
   return null;
@@ -317,22 +350,41 @@ function isUnavailable(error: unknown): boolean {
   );
 }
 
+/** What is remembered of the last failed fetch of one jwks_uri. */
+interface FetchMemory {
+  /** The error of a fetch that failed less than JWKS_FAILURE_MEMORY_MS ago, or undefined. */
+  failure(): unknown;
+  remember(error: unknown): void;
+}
+
+/** A failure of the fetch itself (unreachable, refused by the fence), not of a key. */
+function isFetchFailure(error: unknown): boolean {
+  return isUnavailable(error) || error instanceof OutboundRefusedError;
+}
+
 /**
  * The remote key set, except that when the provider cannot be reached the keys fetched
  * before are used: an outage at the provider does not log anyone out while their key is known.
+ * A failed fetch is remembered for JWKS_FAILURE_MEMORY_MS: meanwhile no fetch is tried.
  */
-function withCachedKeysOnOutage(remote: RemoteJWKSet): JWTVerifyGetKey {
+function withCachedKeysOnOutage(remote: RemoteJWKSet, memory: FetchMemory): JWTVerifyGetKey {
   return async function resolveKey(header, token): Promise<CryptoKey> {
-    try {
-      return await remote(header, token);
-    } catch (error) {
-      const cached = remote.jwks();
-      if (!isUnavailable(error) || cached === undefined) throw error;
+    let failure = memory.failure();
+    if (failure === undefined) {
       try {
-        return await createLocalJWKSet(cached)(header, token);
-      } catch {
-        throw error; // no cached key fits: still unavailable, not a bad token
+        return await remote(header, token);
+      } catch (error) {
+        if (!isFetchFailure(error)) throw error;
+        memory.remember(error);
+        failure = error;
       }
+    }
+    const cached = remote.jwks();
+    if (!isUnavailable(failure) || cached === undefined) throw failure;
+    try {
+      return await createLocalJWKSet(cached)(header, token);
+    } catch {
+      throw failure; // no cached key fits: still unavailable, not a bad token
     }
   };
 }

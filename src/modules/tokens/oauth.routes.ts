@@ -8,7 +8,7 @@ import { type AuthFailureLimiter, retryAfterSeconds } from '../../http/auth-fail
 import { assertUncompressed, decodeUtf8Body } from '../../http/content-types.js';
 import { toProblem } from '../../http/error-handler.js';
 import { JsonResponse } from '../../http/schemas.js';
-import { ProblemError } from '../../problems.js';
+import { ProblemError, quoteInput } from '../../problems.js';
 import type { AccessTokens } from './access-tokens.service.js';
 import {
   JWKS_MAX_AGE_SECONDS,
@@ -173,7 +173,10 @@ function parseForm(text: string): Record<string, string> {
   for (const [name, value] of new URLSearchParams(text)) {
     if (value === '') continue;
     if (Object.hasOwn(parameters, name)) {
-      throw new OAuthError('invalid_request', `The parameter ${name} is given more than once.`);
+      throw new OAuthError(
+        'invalid_request',
+        `The parameter ${quoteInput(name)} is given more than once.`,
+      );
     }
     parameters[name] = value;
   }
