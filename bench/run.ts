@@ -22,6 +22,7 @@ import { openStore } from '../src/store/open-store.js';
 import type { UserRecord } from '../src/store/store.js';
 import { POSTGRES_DEFAULTS } from '../src/store/postgres/postgres-store.js';
 import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
+import { PRE_AUTH_PAIRS, preAuthScenarios } from './pre-auth.js';
 import type { Load, RequestShape, Scenario } from './scenario.js';
 import {
   type Peer,
@@ -252,6 +253,25 @@ for (const targets of Object.values(TARGETS)) {
       },
     });
   }
+}
+
+// Issue 11: a hostile body costs no more CPU than a plain one of the same size (20 % for noise).
+for (const targets of Object.values(TARGETS)) {
+  for (const [hostile, plain] of PRE_AUTH_PAIRS) {
+    targets.push({
+      scenario: hostile,
+      description: `CPU per request / ${plain}'s <= 1.2`,
+      check: (results) => {
+        const value = hostileCost(results, hostile, plain);
+        return { value, met: value <= 1.2 };
+      },
+    });
+  }
+}
+
+/** CPU per request of a hostile scenario over its plain twin's. */
+function hostileCost(results: Map<string, ScenarioResult>, hostile: string, plain: string) {
+  return results.get(hostile)!.tessera.cpuUs / results.get(plain)!.tessera.cpuUs;
 }
 
 function ratioTarget(scenario: string, minimum: number): Target {
@@ -539,6 +559,9 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
       LOG_LEVEL: 'info',
       // The peer, whose keys the exchange fetches, listens on http://127.0.0.1.
       IAM_ALLOW_INSECURE_JWKS: 'true',
+      // The refusals themselves are measured (wrong-key, pre-auth-*), not the 429 that the
+      // failed-authentication limit answers after 60 of them.
+      IAM_AUTH_FAILURES_PER_MINUTE: '0',
     });
     bare = await startBareServer();
     const pid = tessera.process.pid!;
@@ -552,6 +575,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
         randomUserPath: () => userPath(randomUser()),
         idTokens,
       }),
+      ...preAuthScenarios({ apiKey, usersPath: `${PREFIX}/applications/${CLIENT_ID}/users` }),
     ];
     const selected = all.filter((scenario) => ONLY === undefined || ONLY.includes(scenario.name));
     for (const scenario of selected) {
@@ -634,7 +658,14 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
     }
     const peakRssMb = memoryOf(pid).peak;
     const targets = TARGETS[kind]
-      .filter((target) => target.scenario === '(all)' || results.has(target.scenario))
+      .filter(
+        (target) =>
+          target.scenario === '(all)' ||
+          (results.has(target.scenario) &&
+            PRE_AUTH_PAIRS.every(
+              ([hostile, plain]) => hostile !== target.scenario || results.has(plain),
+            )),
+      )
       .map((target) => ({
         scenario: target.scenario,
         target: target.description,
@@ -715,6 +746,19 @@ function printTable(reports: StoreReport[]): void {
         if (s.unexpected > 0) {
           lines.push(`  !! ${s.unexpected} responses with an unexpected status`);
         }
+      }
+    }
+    const pairs = PRE_AUTH_PAIRS.filter(([hostile, plain]) =>
+      [hostile, plain].every((name) => report.scenarios.some((s) => s.name === name)),
+    );
+    if (pairs.length > 0) {
+      lines.push('  hostile bodies against plain ones of the same size (server CPU per request):');
+      for (const [hostile, plain] of pairs) {
+        const cpu = (name: string) => report.scenarios.find((s) => s.name === name)!.tessera.cpuUs;
+        lines.push(
+          `    ${hostile}: ${cpu(hostile).toFixed(0)} µs, ${plain}: ${cpu(plain).toFixed(0)} µs, ` +
+            `ratio ${(cpu(hostile) / cpu(plain)).toFixed(2)}`,
+        );
       }
     }
     for (const t of report.targets) {

@@ -74,21 +74,9 @@ export function toProblem(error: unknown): ProblemError {
   return problem('internal', 'An unexpected error occurred.', { cause: error });
 }
 
-/** Whether the request announced a body that no parser has read. */
-function hasUnreadBody(request: FastifyRequest): boolean {
-  const { headers } = request.raw;
-  const announced =
-    headers['transfer-encoding'] !== undefined ||
-    (headers['content-length'] !== undefined && headers['content-length'] !== '0');
-  return announced && request.body === undefined;
-}
-
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, failure: ProblemError) {
   const body = toProblemBody(failure, requestPath(request));
   if (failure.status === 500) body.detail = `${failure.detail} Quote request id ${request.id}.`;
-  // Refused before its body was read (no key, unknown route): the connection closes rather
-  // than drain whatever the client still sends.
-  if (hasUnreadBody(request)) reply.header('connection', 'close');
   // Sent as bytes: Fastify would append "; charset=utf-8" to any JSON-like type it
   // serializes, and application/problem+json is registered without parameters (RFC 9457).
   return reply

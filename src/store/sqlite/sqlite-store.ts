@@ -42,7 +42,9 @@ function keepPrivate(path: string): void {
     try {
       if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Absent (no -wal yet), or owned by someone else: nothing this process may narrow.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'EPERM') throw error;
     }
   }
 }
