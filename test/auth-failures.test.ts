@@ -10,7 +10,7 @@ import pino from 'pino';
 import { clientKey } from '../src/http/auth-failures.js';
 import { openRateLimitRedis } from '../src/http/rate-limit.js';
 import { buildTestApp, problemOf, type TestContext } from './helpers.js';
-import { REDIS_TEST_URL, skipWithoutRedis } from './redis.js';
+import { REDIS_TEST_URL, deleteKeys, skipWithoutRedis } from './redis.js';
 
 const LIMIT = 5;
 const WRONG_KEY = `tsr_${'A'.repeat(43)}`;
@@ -123,8 +123,7 @@ describe('failed authentication shared through Redis', { skip }, () => {
     }
   });
   after(async () => {
-    const keys = await clients[0]!.keys(`${prefix}*`);
-    if (keys.length > 0) await clients[0]!.del(...keys);
+    await deleteKeys(clients[0]!, prefix);
     for (const client of clients) client.disconnect();
     await second.app.close();
     await first.close();

@@ -3,7 +3,6 @@
 // is linear in its size (the figures are in the benchmark: bench/README.md, pre-auth).
 
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { mayHoldNonFiniteNumber } from '../src/http/content-types.js';
 import { buildTestApp, call, createApplication, problemOf, type TestContext } from './helpers.js';
@@ -77,28 +76,5 @@ describe('the check for numbers beyond a double', () => {
     } finally {
       await ctx.close();
     }
-  });
-});
-
-describe('HTTP/0.9 (real socket)', () => {
-  let ctx: TestContext;
-  let port = 0;
-  before(async () => {
-    ctx = await buildTestApp();
-    await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (ctx.app.server.address() as { port: number }).port;
-  });
-  after(() => ctx.close());
-
-  it('answers a bare request line with 505, not 200', async () => {
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1', () => socket.write('GET /healthz\r\n\r\n'));
-      let received = '';
-      socket.on('data', (chunk) => (received += chunk.toString()));
-      socket.on('close', () => resolve(received));
-      socket.on('error', reject);
-    });
-    assert.match(answer, /^HTTP\/1\.1 505 /);
-    assert.match(answer, /HTTP\/0\.9 is not supported/);
   });
 });

@@ -41,22 +41,39 @@ interface KeyJson {
   key?: string;
 }
 
-/** Runs `tessera <args>` (the TypeScript source, through tsx) on the given database. */
-function runCli(databasePath: string, args: string[]): Promise<CliResult> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${databasePath}` };
+/**
+ * Runs `tessera <args>` (the TypeScript source, through tsx) on the given database, or with
+ * DATABASE_URL unset (null), in `cwd`.
+ */
+function runCli(databasePath: string | null, args: string[], cwd = ROOT): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (databasePath === null) delete env.DATABASE_URL;
+  else env.DATABASE_URL = `sqlite:${databasePath}`;
   // The test runner's marker would make a child that loads node:test report to it.
   delete env.NODE_TEST_CONTEXT;
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
-      { cwd: ROOT, env, encoding: 'utf8' },
+      ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/main.ts'), ...args],
+      { cwd, env, encoding: 'utf8' },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
         resolve({ code, stdout, stderr });
       },
     );
   });
+}
+
+/** A migrated database in a directory of its own for the enclosing describe(), removed after. */
+function useMigratedDatabase(prefix: string): { path: () => string } {
+  let directory = '';
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), prefix));
+    const migrated = await runCli(join(directory, 't.db'), ['migrate']);
+    assert.equal(migrated.code, 0, migrated.stderr);
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+  return { path: () => join(directory, 't.db') };
 }
 
 /** The database file and its write-ahead log, as bytes. */
@@ -70,18 +87,15 @@ function databaseBytes(databasePath: string): Buffer {
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('tessera keys', () => {
-  let directory: string;
   let database: string;
   let jsonKey: KeyJson & { key: string };
   let humanSecret: string;
   let humanId: string;
 
-  before(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-'));
-    database = join(directory, 't.db');
-    assert.equal((await runCli(database, ['migrate'])).code, 0);
+  const migrated = useMigratedDatabase('tessera-cli-');
+  before(() => {
+    database = migrated.path();
   });
-  after(() => rm(directory, { recursive: true, force: true }));
 
   it('keys create --json prints the record with the secret, expiring in 30 days', async () => {
     const started = Date.now();
@@ -317,14 +331,11 @@ describe('tessera serve', () => {
 });
 
 describe('tessera signing-keys', () => {
-  let directory: string;
+  const migrated = useMigratedDatabase('tessera-signing-');
   let database: string;
-  before(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'tessera-signing-'));
-    database = join(directory, 't.db');
-    assert.equal((await runCli(database, ['migrate'])).code, 0);
+  before(() => {
+    database = migrated.path();
   });
-  after(() => rm(directory, { recursive: true, force: true }));
 
   interface SigningKeyJson {
     kid: string;
@@ -387,14 +398,11 @@ describe('tessera signing-keys', () => {
 });
 
 describe('tessera keys rotate and list --include-revoked', () => {
-  let directory: string;
+  const migrated = useMigratedDatabase('tessera-cli-rotate-');
   let database: string;
-  before(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-rotate-'));
-    database = join(directory, 't.db');
-    assert.equal((await runCli(database, ['migrate'])).code, 0);
+  before(() => {
+    database = migrated.path();
   });
-  after(() => rm(directory, { recursive: true, force: true }));
 
   it('prints a new secret once; the record shows until when the old one works', async () => {
     const created = JSON.parse(
@@ -489,18 +497,7 @@ describe('tessera creates a database only in serve and migrate', () => {
   }
 
   it('does not create ./data when run in the wrong directory', async () => {
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.DATABASE_URL;
-    delete env.NODE_TEST_CONTEXT;
-    const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/main.ts'), 'keys', 'list'],
-        { cwd: directory, env, encoding: 'utf8' },
-        (error, _stdout, stderr) =>
-          resolve({ code: error === null ? 0 : Number(error.code), stderr }),
-      );
-    });
+    const result = await runCli(null, ['keys', 'list'], directory);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /no database at .*data\/tessera\.db/);
     assert.equal(existsSync(join(directory, 'data')), false);

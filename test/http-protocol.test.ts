@@ -457,6 +457,12 @@ describe('errors before a request is parsed (real sockets)', () => {
     assert.equal(JSON.parse(answer.split('\r\n\r\n')[1]!).status, 405);
   });
 
+  it('answers a bare HTTP/0.9 request line with 505, not 200', async () => {
+    const answer = await rawExchange('GET /healthz\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 505 /);
+    assert.match(answer, /HTTP\/0\.9 is not supported/);
+  });
+
   it('answers unparseable HTTP with a 400 problem', async () => {
     const answer = await rawExchange('NOT HTTP AT ALL\r\n\r\n');
     assert.match(answer, /^HTTP\/1\.1 400 /);

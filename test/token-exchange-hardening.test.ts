@@ -36,6 +36,31 @@ async function userCount(ctx: TestContext): Promise<number> {
   return response.json<{ total: number }>().total;
 }
 
+/** A real OpenID provider, and an external-mode application "notes" that trusts it. */
+async function startNotes() {
+  const provider = await startTestProvider();
+  const clock = new TestClock(Date.now());
+  const ctx = await buildTestApp({ clock, tokens: { allowInsecureJwks: true } });
+  await createApplication(ctx, {
+    client_id: 'notes',
+    mode: 'external',
+    external_token_validation: {
+      google_oauth2: {
+        issuer: provider.issuer,
+        jwks_uri: provider.jwksUri,
+        audience: NATIVE_CLIENT,
+      },
+    },
+  });
+  return { provider, ctx, clock };
+}
+
+async function closeNotes(provider: TestProvider, ctx: TestContext): Promise<void> {
+  provider.jwksDown = false;
+  await ctx.close();
+  await provider.close();
+}
+
 describe('the token exchange, hardened', () => {
   let provider: TestProvider;
   let ctx: TestContext;
@@ -58,25 +83,9 @@ describe('the token exchange, hardened', () => {
   }
 
   before(async () => {
-    provider = await startTestProvider();
-    clock = new TestClock(Date.now());
-    ctx = await buildTestApp({ clock, tokens: { allowInsecureJwks: true } });
-    await createApplication(ctx, {
-      client_id: 'notes',
-      mode: 'external',
-      external_token_validation: {
-        google_oauth2: {
-          issuer: provider.issuer,
-          jwks_uri: provider.jwksUri,
-          audience: NATIVE_CLIENT,
-        },
-      },
-    });
+    ({ provider, ctx, clock } = await startNotes());
   });
-  after(async () => {
-    await ctx.close();
-    await provider.close();
-  });
+  after(() => closeNotes(provider, ctx));
 
   for (const verified of [false, 'false'] as const) {
     it(`refuses a first login whose email_verified is ${JSON.stringify(verified)}, creating nobody`, async () => {
@@ -135,27 +144,10 @@ describe('a provider whose JWKS cannot be fetched', () => {
   let ctx: TestContext;
   let clock: TestClock;
   before(async () => {
-    provider = await startTestProvider();
+    ({ provider, ctx, clock } = await startNotes());
     provider.accounts.set('ada', { sub: 'ada-1', email: 'ada@example.com' });
-    clock = new TestClock(Date.now());
-    ctx = await buildTestApp({ clock, tokens: { allowInsecureJwks: true } });
-    await createApplication(ctx, {
-      client_id: 'notes',
-      mode: 'external',
-      external_token_validation: {
-        google_oauth2: {
-          issuer: provider.issuer,
-          jwks_uri: provider.jwksUri,
-          audience: NATIVE_CLIENT,
-        },
-      },
-    });
   });
-  after(async () => {
-    provider.jwksDown = false;
-    await ctx.close();
-    await provider.close();
-  });
+  after(() => closeNotes(provider, ctx));
 
   it('is asked once for 20 exchanges within 5 s, then again after them', async () => {
     const token = await provider.signIn('ada');
