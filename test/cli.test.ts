@@ -397,6 +397,21 @@ describe('tessera signing-keys', () => {
   });
 });
 
+/** `keys create --json` of a users:read key; its record and secret. */
+async function createKey(database: string, name: string): Promise<KeyJson & { key: string }> {
+  const created = await runCli(database, [
+    'keys',
+    'create',
+    '--name',
+    name,
+    '--roles',
+    'users:read',
+    '--json',
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  return JSON.parse(created.stdout) as KeyJson & { key: string };
+}
+
 describe('tessera keys rotate and list --include-revoked', () => {
   const migrated = useMigratedDatabase('tessera-cli-rotate-');
   let database: string;
@@ -405,19 +420,7 @@ describe('tessera keys rotate and list --include-revoked', () => {
   });
 
   it('prints a new secret once; the record shows until when the old one works', async () => {
-    const created = JSON.parse(
-      (
-        await runCli(database, [
-          'keys',
-          'create',
-          '--name',
-          'ci',
-          '--roles',
-          'users:read',
-          '--json',
-        ])
-      ).stdout,
-    ) as KeyJson & { key: string };
+    const created = await createKey(database, 'ci');
     const started = Date.now();
     const rotated = await runCli(database, [
       'keys',
@@ -449,19 +452,7 @@ describe('tessera keys rotate and list --include-revoked', () => {
   });
 
   it('lists revoked keys with --include-revoked only', async () => {
-    const created = JSON.parse(
-      (
-        await runCli(database, [
-          'keys',
-          'create',
-          '--name',
-          'gone',
-          '--roles',
-          'users:read',
-          '--json',
-        ])
-      ).stdout,
-    ) as KeyJson;
+    const created = await createKey(database, 'gone');
     assert.equal((await runCli(database, ['keys', 'revoke', created.id])).code, 0);
     const live = JSON.parse(
       (await runCli(database, ['keys', 'list', '--json'])).stdout,
