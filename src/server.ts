@@ -10,13 +10,15 @@ import { buildApp, createServices } from './app.js';
 import { systemClock } from './clock.js';
 import { type Config, ConfigError } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
-import { openRateLimitRedis } from './http/rate-limit.js';
+import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
 import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
 import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/** How long start-up waits for Redis; past it the limits run as while Redis is away. */
+const REDIS_START_WAIT_MS = 2_000;
 
 export function packageVersion(): string {
   const manifest = JSON.parse(
@@ -66,6 +68,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     (config.rateLimitPerMinute === 0 && config.authFailuresPerMinute === 0)
       ? undefined
       : openRateLimitRedis(config.redisUrl, logger);
+  if (rateLimitRedis !== undefined) await waitForRedis(rateLimitRedis, REDIS_START_WAIT_MS);
   const version = packageVersion();
   const app = await buildApp({
     store,
