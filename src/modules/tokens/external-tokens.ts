@@ -2,33 +2,15 @@
 // the application's external_token_validation (SPEC §7). One pipeline of small named checks;
 // the exchange stops at the first that fails, and the dry run reports which one it was.
 
-import { LRUCache } from 'lru-cache';
-import {
-  type CryptoKey,
-  type JWTVerifyGetKey,
-  type RemoteJWKSet,
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  customFetch,
-  decodeJwt,
-  decodeProtectedHeader,
-  errors,
-  jwtVerify,
-} from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
 import { Compile } from 'typebox/compile';
 import type { Clock } from '../../clock.js';
 import { quoteInput } from '../../problems.js';
 import type { ApplicationRecord } from '../../store/store.js';
 import { isObject } from '../merge-patch.js';
 import { Identifier, Provider } from '../users/users.schemas.js';
-import {
-  type OutboundPolicy,
-  OutboundRefusedError,
-  OutboundUnavailableError,
-  OUTBOUND_TIMEOUT_MS,
-  fencedFetch,
-  refuseUrl,
-} from './outbound-fetch.js';
+import { type OutboundPolicy, OutboundRefusedError, refuseUrl } from './outbound-fetch.js';
+import { ProviderKeys, isUnavailable } from './provider-keys.js';
 
 /** The checks, in the order they run. */
 export const CHECKS = [
@@ -80,12 +62,6 @@ const IDENTIFIER = Compile(Identifier);
 /** exp, nbf and iat may be off by this much (SPEC §7, §8). */
 export const CLOCK_TOLERANCE_SECONDS = 60;
 
-/**
- * After a failed JWKS fetch, the same jwks_uri is not fetched again for this long: a burst of
- * exchanges during a provider outage makes one fetch, not one each (SPEC §8: at least 5 s).
- */
-export const JWKS_FAILURE_MEMORY_MS = 5_000;
-
 /** An entry of external_token_validation, checked and normalised. */
 export interface ValidationEntry {
   provider: string;
@@ -115,12 +91,7 @@ const fail = (check: CheckName, detail: string, retryable = false): CheckFailure
 });
 
 export class ExternalTokenVerifier {
-  /** One remote key set per jwks_uri: keys cached, refetched on an unknown kid after a cooldown. */
-  readonly #keySets: LRUCache<string, RemoteJWKSet>;
-  /** jwks_uri → the failed fetch and when it may be tried again. */
-  readonly #failedFetches = new LRUCache<string, { error: unknown; retryAt: number }>({
-    max: 1000,
-  });
+  readonly #providerKeys: ProviderKeys;
 
   constructor(
     private readonly deps: {
@@ -132,7 +103,7 @@ export class ExternalTokenVerifier {
       cacheMaxAgeMs?: number;
     },
   ) {
-    this.#keySets = new LRUCache({ max: 1000 });
+    this.#providerKeys = new ProviderKeys(deps);
   }
 
   async inspect(application: ApplicationRecord, token: string): Promise<TokenInspection> {
@@ -172,10 +143,8 @@ export class ExternalTokenVerifier {
     token: string,
     entry: ValidationEntry,
   ): Promise<{ claims: Record<string, unknown> } | CheckFailure> {
-    const remote = this.#keySet(entry.jwksUri);
     try {
-      const resolveKey = withCachedKeysOnOutage(remote, this.#fetchMemory(entry.jwksUri.href));
-      const { payload } = await jwtVerify(token, resolveKey, {
+      const { payload } = await jwtVerify(token, this.#providerKeys.resolverFor(entry.jwksUri), {
         issuer: entry.issuer,
         audience: entry.audience,
         algorithms: entry.algorithms,
@@ -195,32 +164,6 @@ export class ExternalTokenVerifier {
     } catch (error) {
       return classifyVerificationError(error, entry);
     }
-  }
-
-  #fetchMemory(href: string): FetchMemory {
-    const clock = this.deps.clock;
-    return {
-      failure: () => {
-        const failed = this.#failedFetches.get(href);
-        return failed !== undefined && failed.retryAt > clock.now() ? failed.error : undefined;
-      },
-      remember: (error) =>
-        this.#failedFetches.set(href, { error, retryAt: clock.now() + JWKS_FAILURE_MEMORY_MS }),
-    };
-  }
-
-  #keySet(url: URL): RemoteJWKSet {
-    let keySet = this.#keySets.get(url.href);
-    if (keySet === undefined) {
-      keySet = createRemoteJWKSet(url, {
-        timeoutDuration: OUTBOUND_TIMEOUT_MS,
-        cooldownDuration: this.deps.cooldownMs ?? 30_000,
-        cacheMaxAge: this.deps.cacheMaxAgeMs ?? 10 * 60_000,
-        [customFetch]: fencedFetch(this.deps.policy),
-      });
-      this.#keySets.set(url.href, keySet);
-    }
-    return keySet;
   }
 }
 
@@ -338,55 +281,6 @@ function checkIdentifier(
     );
   }
   return value;
-}
-
-function isUnavailable(error: unknown): boolean {
-  return (
-    error instanceof OutboundUnavailableError ||
-    error instanceof errors.JWKSTimeout ||
-    error instanceof errors.JWKSInvalid ||
-    // jose's "Expected 200 OK" and "Failed to parse" are plain JOSEErrors.
-    (error instanceof errors.JOSEError && error.code === 'ERR_JOSE_GENERIC')
-  );
-}
-
-/** What is remembered of the last failed fetch of one jwks_uri. */
-interface FetchMemory {
-  /** The error of a fetch that failed less than JWKS_FAILURE_MEMORY_MS ago, or undefined. */
-  failure(): unknown;
-  remember(error: unknown): void;
-}
-
-/** A failure of the fetch itself (unreachable, refused by the fence), not of a key. */
-function isFetchFailure(error: unknown): boolean {
-  return isUnavailable(error) || error instanceof OutboundRefusedError;
-}
-
-/**
- * The remote key set, except that when the provider cannot be reached the keys fetched
- * before are used: an outage at the provider does not log anyone out while their key is known.
- * A failed fetch is remembered for JWKS_FAILURE_MEMORY_MS: meanwhile no fetch is tried.
- */
-function withCachedKeysOnOutage(remote: RemoteJWKSet, memory: FetchMemory): JWTVerifyGetKey {
-  return async function resolveKey(header, token): Promise<CryptoKey> {
-    let failure = memory.failure();
-    if (failure === undefined) {
-      try {
-        return await remote(header, token);
-      } catch (error) {
-        if (!isFetchFailure(error)) throw error;
-        memory.remember(error);
-        failure = error;
-      }
-    }
-    const cached = remote.jwks();
-    if (!isUnavailable(failure) || cached === undefined) throw failure;
-    try {
-      return await createLocalJWKSet(cached)(header, token);
-    } catch {
-      throw failure; // no cached key fits: still unavailable, not a bad token
-    }
-  };
 }
 
 // `iss` and the algorithm are not classified here: the entry was chosen by the token's `iss`,
