@@ -94,6 +94,9 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 // Users are google_oauth2 subjects "1" + 14 digits, so row n (from 0) is identifier(n).
 const identifier = (n: number) => `1${String(n).padStart(14, '0')}`;
+/** The SCIM id and externalId of row n. */
+const userId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+const externalId = (n: number) => `00u${String(n).padStart(17, '0')}`;
 const randomUser = () => identifier(Math.floor(Math.random() * USERS));
 const userPath = (id: string) => `${PREFIX}/applications/${CLIENT_ID}/users/${PROVIDER}/${id}`;
 
@@ -102,12 +105,15 @@ function seedUser(n: number, now: number): UserRecord {
     clientId: CLIENT_ID,
     provider: PROVIDER,
     identifier: identifier(n),
+    id: userId(n),
     name: `Bench User ${n}`,
     avatar: n % 2 === 0 ? `https://cdn.example.com/avatars/${n}.png` : null,
     email: `user${n}@example.com`,
     locale: 'en-GB',
     roles: ['member', 'billing:read'],
     scopes: ['org:acme'],
+    active: true,
+    externalId: externalId(n),
     createdAt: now,
     updatedAt: now,
     etag: newVersion(),
@@ -480,6 +486,7 @@ async function prepareStore(
       jwtExpirationInMinutes: 60,
       // The peer is the users' provider: the exchange scenario's ID tokens come from it.
       externalTokenValidation: externalTokenValidation(peer, PROVIDER),
+      scimProvider: PROVIDER,
       createdAt: now,
       updatedAt: now,
       etag: newVersion(),
@@ -501,7 +508,14 @@ async function prepareStore(
     await store.close();
     await analyze();
     const seedSeconds = (Date.now() - started) / 1000;
-    const filter = { clientId: CLIENT_ID, provider: null, email: null, role: null, scope: null };
+    const filter = {
+      clientId: CLIENT_ID,
+      provider: null,
+      email: null,
+      role: null,
+      scope: null,
+      active: null,
+    };
     // The page that starts at row DEEP_ROW: the cursor names the row before it.
     const deepCursor = new CursorCodec(secret).encode(cursorScope(filter), [
       PROVIDER,
