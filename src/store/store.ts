@@ -217,9 +217,17 @@ export interface GroupRepository {
    * replaces each user of `members` when its etag still equals its expectedEtag. All of it,
    * or nothing (false) when any version moved on. DuplicateError for a taken display name.
    */
-  replaceGroup(next: GroupRecord, expectedEtag: string, members: readonly UserChange[]): Promise<boolean>;
+  replaceGroup(
+    next: GroupRecord,
+    expectedEtag: string,
+    members: readonly UserChange[],
+  ): Promise<boolean>;
   /** Like replaceGroup, deleting the group instead. */
-  deleteGroup(group: GroupRecord, expectedEtag: string, members: readonly UserChange[]): Promise<boolean>;
+  deleteGroup(
+    group: GroupRecord,
+    expectedEtag: string,
+    members: readonly UserChange[],
+  ): Promise<boolean>;
 }
 
 export interface SettingRepository {

@@ -9,14 +9,7 @@
 // Values have the attribute's type; the layer that builds a predicate checks that.
 
 export type UserAttribute =
-  | 'id'
-  | 'identifier'
-  | 'externalId'
-  | 'active'
-  | 'name'
-  | 'email'
-  | 'createdAt'
-  | 'updatedAt';
+  'id' | 'identifier' | 'externalId' | 'active' | 'name' | 'email' | 'createdAt' | 'updatedAt';
 
 export type ComparisonOperator = 'eq' | 'ne' | 'co' | 'sw' | 'ew' | 'gt' | 'ge' | 'lt' | 'le';
 

@@ -53,6 +53,7 @@ describe('PostgreSQL store', { skip }, () => {
           'applications',
           'kysely_migration',
           'kysely_migration_lock',
+          'scim_groups',
           'settings',
           'signing_keys',
           'tessera_migration_lock',

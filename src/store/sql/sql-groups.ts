@@ -12,7 +12,9 @@ export class SqlGroupRepository implements GroupRepository {
   ) {}
 
   async insertGroup(group: GroupRecord): Promise<void> {
-    await this.sql.write([this.sql.db.insertInto('scim_groups').values(toGroupRow(group)).compile()]);
+    await this.sql.write([
+      this.sql.db.insertInto('scim_groups').values(toGroupRow(group)).compile(),
+    ]);
   }
 
   async findGroup(clientId: string, id: string): Promise<GroupRecord | undefined> {

@@ -196,7 +196,11 @@ export class SqlUserRepository implements UserRepository {
     const args = queryArguments(query);
     let next = FIXED_QUERY_ARGUMENTS;
     const [row] = await this.sql.select(
-      this.queried(query, (index) => args[index] as never, () => args[next++])
+      this.queried(
+        query,
+        (index) => args[index] as never,
+        () => args[next++],
+      )
         .select((eb) => eb.fn.countAll<number | string>().as('count'))
         .compile(),
     );
