@@ -206,8 +206,12 @@ export interface ApiKeyRepository {
 }
 
 export interface GroupRepository {
-  /** Inserts a group. DuplicateError when its id or display name exists in the application. */
-  insertGroup(group: GroupRecord): Promise<void>;
+  /**
+   * Inserts a group and, in the same transaction, replaces its first members (each only if its
+   * etag is still the expected one; false and nothing written otherwise). DuplicateError when
+   * its id or display name exists in the application.
+   */
+  insertGroup(group: GroupRecord, members?: readonly UserChange[]): Promise<boolean>;
   /** The group, or undefined. */
   findGroup(clientId: string, id: string): Promise<GroupRecord | undefined>;
   /** Every group of the application, ordered by id. */

@@ -132,7 +132,11 @@ export const USER_ATTRIBUTES: AttributeDefinition[] = [
 ];
 
 export const GROUP_ATTRIBUTES: AttributeDefinition[] = [
-  attribute('displayName', 'The role name.', { required: true, uniqueness: 'server', caseExact: true }),
+  attribute('displayName', 'The role name.', {
+    required: true,
+    uniqueness: 'server',
+    caseExact: true,
+  }),
   attribute('members', 'The users (of the SCIM provider) holding the role.', {
     type: 'complex',
     multiValued: true,

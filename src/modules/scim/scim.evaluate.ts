@@ -137,8 +137,11 @@ export function matchesFilter(
       if (filter.value === null) return nullComparison(resource, filter, definitions);
       const { values, definition } = valuesAt(resource, filter.path, definitions);
       const present = values.filter((value) => value !== undefined && value !== null);
-      if (present.length === 0) return compareValue(undefined, filter.operator, filter.value, definition);
-      return present.some((value) => compareValue(value, filter.operator, filter.value, definition));
+      if (present.length === 0)
+        return compareValue(undefined, filter.operator, filter.value, definition);
+      return present.some((value) =>
+        compareValue(value, filter.operator, filter.value, definition),
+      );
     }
     case 'valuePath': {
       const top = findAttribute(definitions, filter.path.attribute);

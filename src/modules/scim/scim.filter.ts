@@ -68,7 +68,8 @@ function tokenize(text: string): Token[] {
     } else if (char === '"') {
       const start = index++;
       while (index < text.length && text[index] !== '"') index += text[index] === '\\' ? 2 : 1;
-      if (index >= text.length) fail(`The string starting at character ${start + 1} is not closed.`);
+      if (index >= text.length)
+        fail(`The string starting at character ${start + 1} is not closed.`);
       index++;
       let value: unknown;
       try {
@@ -81,7 +82,8 @@ function tokenize(text: string): Token[] {
       const start = index;
       while (index < text.length && !' \t\n\r()[]"'.includes(text[index]!)) index++;
       const previous = tokens.at(-1);
-      const glued = previous?.type === 'punct' && previous.text === ']' && previous.at === start - 1;
+      const glued =
+        previous?.type === 'punct' && previous.text === ']' && previous.at === start - 1;
       tokens.push({ type: 'word', text: text.slice(start, index), at: start, glued });
     }
   }
@@ -228,7 +230,8 @@ class Parser {
 }
 
 function describe(token: Token): string {
-  const text = token.type === 'string' ? JSON.stringify(token.value) : 'text' in token ? token.text : '';
+  const text =
+    token.type === 'string' ? JSON.stringify(token.value) : 'text' in token ? token.text : '';
   return text.slice(0, 100);
 }
 
@@ -260,7 +263,10 @@ export function parsePatchPath(text: string): PatchPath {
     }
     const filter = parseFilter(text.slice(bracket + 1, close));
     const subAttribute = tail === '' ? null : parseAttributePath(tail.slice(1));
-    if (subAttribute !== null && (subAttribute.schema !== null || subAttribute.subAttribute !== null)) {
+    if (
+      subAttribute !== null &&
+      (subAttribute.schema !== null || subAttribute.subAttribute !== null)
+    ) {
       throw scimBadRequest('invalidPath', `"${tail}" is not a sub-attribute.`);
     }
     return { path, filter, subAttribute: subAttribute?.attribute ?? null };

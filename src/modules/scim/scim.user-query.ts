@@ -91,7 +91,10 @@ function storedValue(
   const describe = JSON.stringify(value);
   if (attribute === 'active') {
     if (typeof value !== 'boolean') {
-      throw scimBadRequest('invalidFilter', `"active" is a boolean (true or false), not ${describe}.`);
+      throw scimBadRequest(
+        'invalidFilter',
+        `"active" is a boolean (true or false), not ${describe}.`,
+      );
     }
     if (operator !== 'eq' && operator !== 'ne') {
       throw scimBadRequest('invalidFilter', `"${operator}" does not apply to a boolean.`);
@@ -100,7 +103,8 @@ function storedValue(
   }
   if (DATE_ATTRIBUTES.has(attribute)) {
     const millis = typeof value === 'string' ? Date.parse(value) : Number.NaN;
-    if (Number.isNaN(millis)) throw scimBadRequest('invalidFilter', `${describe} is not a date and time.`);
+    if (Number.isNaN(millis))
+      throw scimBadRequest('invalidFilter', `${describe} is not a date and time.`);
     if (operator === 'co' || operator === 'sw' || operator === 'ew') {
       throw scimBadRequest('invalidFilter', `"${operator}" does not apply to a date and time.`);
     }
@@ -155,7 +159,10 @@ export function toUserPredicate(filter: Filter, inEmails = false): UserPredicate
   switch (filter.kind) {
     case 'and':
     case 'or':
-      return { kind: filter.kind, operands: filter.operands.map((f) => toUserPredicate(f, inEmails)) };
+      return {
+        kind: filter.kind,
+        operands: filter.operands.map((f) => toUserPredicate(f, inEmails)),
+      };
     case 'not':
       return negate(toUserPredicate(filter.operand, inEmails));
     case 'present':

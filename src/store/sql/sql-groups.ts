@@ -11,10 +11,11 @@ export class SqlGroupRepository implements GroupRepository {
     private readonly users: SqlUserRepository,
   ) {}
 
-  async insertGroup(group: GroupRecord): Promise<void> {
-    await this.sql.write([
+  insertGroup(group: GroupRecord, members: readonly UserChange[] = []): Promise<boolean> {
+    return this.writeWithMembers(
       this.sql.db.insertInto('scim_groups').values(toGroupRow(group)).compile(),
-    ]);
+      members,
+    );
   }
 
   async findGroup(clientId: string, id: string): Promise<GroupRecord | undefined> {
