@@ -98,11 +98,14 @@ function valuesAt(
   const top = findAttribute(definitions, path.attribute);
   const raw = memberOf(resource, path.attribute);
   const items = Array.isArray(raw) ? raw : [raw];
-  if (path.subAttribute === null) return { values: items, definition: top };
-  const definition = findAttribute(top?.subAttributes ?? [], path.subAttribute);
+  // A complex attribute named alone (`emails co "x"`) means its `value` sub-attribute.
+  const sub =
+    path.subAttribute ?? (findAttribute(top?.subAttributes ?? [], 'value') ? 'value' : null);
+  if (sub === null) return { values: items, definition: top };
+  const definition = findAttribute(top?.subAttributes ?? [], sub);
   const values = items
     .filter((item): item is Json => typeof item === 'object' && item !== null)
-    .map((item) => memberOf(item, path.subAttribute!));
+    .map((item) => memberOf(item, sub));
   return { values, definition };
 }
 
