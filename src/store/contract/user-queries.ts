@@ -128,8 +128,8 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
       assert.deepEqual(await idsOf({ kind: 'not', operand: compare('externalId', 'co', 'zz') }), [
         'u-1',
         'u-2',
-        'u-3',
         'u-4',
+        'u-3',
       ]);
     });
 
