@@ -120,6 +120,7 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         // Users gain an immutable id (existing users get one here), an active flag (existing
         // users are active), the externalId a provisioning client keeps, and the identifier
         // folded to ASCII lower case, so userName lookups ignore ASCII case through an index.
+        // The indexes end with user_key: a lookup's rows come out in list order, no sort.
         // lower() folds ASCII letters only on both engines: SQLite's is ASCII-only, and the
         // identifier column is COLLATE "C" on PostgreSQL.
         await db.schema
@@ -148,12 +149,12 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         await db.schema
           .createIndex('users_identifier_folded')
           .on('users')
-          .columns(['application', 'provider', 'identifier_folded'])
+          .columns(['application', 'provider', 'identifier_folded', 'user_key'])
           .execute();
         await db.schema
           .createIndex('users_external_id')
           .on('users')
-          .columns(['application', 'provider', 'external_id'])
+          .columns(['application', 'provider', 'external_id', 'user_key'])
           .execute();
 
         // SCIM is off (null) until an application names the provider label of its SCIM users.

@@ -292,17 +292,32 @@ export class SqlUserRepository implements UserRepository {
    * order. The key range lets the primary key serve the identifier order.
    */
   private queried(query: UserQuery, arg: Parameter, bind: () => unknown) {
-    return this.sql.db
+    let built = this.sql.db
       .selectFrom('users')
       .where('application', '=', arg<string>(0))
-      .where('provider', '=', arg<string>(1))
-      .where('user_key', '>=', arg<string>(2))
-      .where('user_key', '<', arg<string>(3))
-      .where((eb) => compileUserPredicate(eb, query.predicate, this.sql.flavor, bind));
+      .where('provider', '=', arg<string>(1));
+    // Without an equality an index serves, the primary key's range of the provider is the
+    // cheapest path (and gives the order). With one, that range would lure the planner away
+    // from the index: `userName eq` must be a lookup, not a walk through the provider.
+    if (!hasIndexedEquality(query.predicate)) {
+      built = built.where('user_key', '>=', arg<string>(2)).where('user_key', '<', arg<string>(3));
+    }
+    return built.where((eb) => compileUserPredicate(eb, query.predicate, this.sql.flavor, bind));
   }
 }
 
 const FIXED_QUERY_ARGUMENTS = 4;
+
+/** Attributes with an index (application, provider, …) or (application, id). */
+const INDEXED = new Set(['identifier', 'externalId', 'id']);
+
+/** True when the predicate requires `eq` on an indexed attribute (alone or in an AND). */
+function hasIndexedEquality(predicate: UserQuery['predicate']): boolean {
+  if (predicate.kind === 'compare') {
+    return predicate.operator === 'eq' && INDEXED.has(predicate.attribute);
+  }
+  return predicate.kind === 'and' && predicate.operands.some(hasIndexedEquality);
+}
 
 /** The values `queried` binds: application, provider, the provider's key range, then the predicate's. */
 function queryArguments(query: UserQuery): unknown[] {
