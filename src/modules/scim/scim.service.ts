@@ -43,10 +43,11 @@ export class ScimService {
     const application = await this.deps.applications
       .findApplication(clientId)
       .catch(notFoundAs(null));
-    if (application?.scimProvider == null) {
+    const provider = application?.scimProvider ?? null;
+    if (application === null || provider === null) {
       throw new ScimError(404, null, `SCIM is not enabled for application "${clientId}".`);
     }
-    return { application, provider: application.scimProvider };
+    return { application, provider };
   }
 
   groupsOf(scope: ScimScope): Promise<GroupRecord[]> {
