@@ -10,7 +10,7 @@ import { GROUP_SCHEMA } from './scim.catalog.js';
 import { scimBadRequest } from './scim.errors.js';
 import { memberOf } from './scim.evaluate.js';
 import { type Filter, parsePatchPath } from './scim.filter.js';
-import type { PatchOperation } from './scim.patch.js';
+import { type PatchOperation, entriesWithoutPath } from './scim.patch.js';
 import { isObject } from './scim.users.js';
 
 type Json = Record<string, unknown>;
@@ -155,16 +155,9 @@ export function groupChangesFromPatch(
   };
   for (const operation of operations) {
     if (operation.path === null) {
-      if (operation.op === 'remove')
-        throw scimBadRequest('noTarget', 'A remove operation needs a "path".');
-      if (!isObject(operation.value)) {
-        throw scimBadRequest(
-          'invalidValue',
-          `A ${operation.op} without "path" needs an object "value".`,
-        );
-      }
-      for (const [key, value] of Object.entries(operation.value))
+      for (const [key, value] of entriesWithoutPath(operation)) {
         apply(key, { ...operation, value }, null);
+      }
       continue;
     }
     const target = parsePatchPath(operation.path);

@@ -71,16 +71,22 @@ export function patchUserView(view: Json, operations: readonly PatchOperation[])
   return next;
 }
 
-function applyWithoutPath(view: Json, operation: PatchOperation): void {
-  if (operation.op === 'remove')
+/** The members of a no-path add or replace's object value; noTarget for a no-path remove. */
+export function entriesWithoutPath(operation: PatchOperation): [string, unknown][] {
+  if (operation.op === 'remove') {
     throw scimBadRequest('noTarget', 'A remove operation needs a "path".');
+  }
   if (!isObject(operation.value)) {
     throw scimBadRequest(
       'invalidValue',
       `A ${operation.op} without "path" needs an object "value".`,
     );
   }
-  for (const [key, value] of Object.entries(operation.value)) {
+  return Object.entries(operation.value);
+}
+
+function applyWithoutPath(view: Json, operation: PatchOperation): void {
+  for (const [key, value] of entriesWithoutPath(operation)) {
     const lower = key.toLowerCase();
     if (lower === USER_SCHEMA.toLowerCase() && isObject(value)) {
       applyWithoutPath(view, { ...operation, value });
