@@ -77,6 +77,20 @@ const onBothStores = files.filter((file) =>
   /buildTestApp\(|TEST_STORE/.test(readFileSync(file, 'utf8')),
 );
 
+// Suites that start the server as operators do (`npm start`, `tessera`) run the compiled
+// dist/: build it from the sources under test first, as `npm ci` does at install.
+const build = spawnSync(
+  process.execPath,
+  ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
+  {
+    stdio: 'inherit',
+  },
+);
+if (build.status !== 0) {
+  process.stderr.write('the build failed; no tests ran\n');
+  process.exit(1);
+}
+
 const database = await createRunDatabase();
 if (database.reason !== undefined) {
   if (process.env.CI === 'true') {

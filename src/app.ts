@@ -233,6 +233,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, function serveOpenApi() {
     return app.swagger();
   });
+  // A browser pointed at the bare address lands on something useful.
+  app.get('/', { schema: { hide: true } }, function redirectToDocs(_request, reply) {
+    return reply.redirect('/docs', 302);
+  });
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });

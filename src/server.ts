@@ -70,6 +70,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     config.redisUrl === null || config.rateLimitPerMinute === 0
       ? undefined
       : openRateLimitRedis(config.redisUrl, logger);
+  const version = packageVersion();
   const app = await buildApp({
     store,
     services,
@@ -77,14 +78,17 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     rateLimitPerMinute: config.rateLimitPerMinute,
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
-    version: packageVersion(),
+    version,
   });
   app.addHook('onClose', async function closeStore() {
     await store.close();
     rateLimitRedis?.disconnect();
   });
   await app.listen({ port: config.port, host: config.host });
-  app.log.info({ store: store.kind }, 'Tessera is serving');
+  app.log.info(
+    { version, node: process.versions.node, store: store.kind, address: app.listeningOrigin },
+    'Tessera is serving',
+  );
   stopGracefullyOnSignals(app);
   return app;
 }

@@ -171,6 +171,7 @@ const label = (row: RouteRow) => `${row.method} ${row.path}`;
  * discovery, and the token endpoint (whose credential is the outside ID token, SPEC §4).
  */
 const PUBLIC_ROUTES = [
+  'GET /',
   'GET /.well-known/jwks.json',
   'GET /.well-known/openid-configuration',
   'POST /oauth2/token',

@@ -6,40 +6,10 @@
 //
 // `npm test` runs a few cycles (test/chaos.test.ts); `npm run test:chaos` runs 100.
 
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { repository, type ServerProcess, startServerProcess } from './server-process.js';
+import { type ServerProcess, startServerProcess } from './server-process.js';
 
-/**
- * Builds the server (tsc, as `npm run build` does) into a directory of its own, so that a
- * concurrent `npm start` elsewhere rewriting dist/ can never hand this run a half-written file.
- */
-export function buildServerCopy(): { main: string; remove: () => void } {
-  const directory = mkdtempSync(join(tmpdir(), 'tessera-chaos-build-'));
-  copyFileSync(join(repository, 'package.json'), join(directory, 'package.json'));
-  symlinkSync(join(repository, 'node_modules'), join(directory, 'node_modules'), 'dir');
-  const result = spawnSync(
-    process.execPath,
-    [
-      join(repository, 'node_modules/typescript/bin/tsc'),
-      '-p',
-      join(repository, 'tsconfig.build.json'),
-      '--outDir',
-      join(directory, 'dist'),
-      '--tsBuildInfoFile',
-      join(directory, 'tsbuildinfo'),
-    ],
-    { cwd: repository, encoding: 'utf8' },
-  );
-  if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
-  return {
-    main: join(directory, 'dist/main.js'),
-    remove: () => rmSync(directory, { recursive: true, force: true }),
-  };
-}
+export { buildServerCopy } from './run-server.js';
 
 const WRITERS = 16;
 const APPLICATION = 'chaos';

@@ -29,6 +29,19 @@ describe('npm start, end to end', { timeout: 240_000 }, () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  it('logs the version it runs, on which Node.js, and where it listens', () => {
+    const version = JSON.parse(readFileSync('package.json', 'utf8')).version as string;
+    const serving = first!
+      .output()
+      .split('\n')
+      .find((line) => line.includes('Tessera is serving'));
+    assert.ok(serving !== undefined, first!.output());
+    const entry = JSON.parse(serving) as Record<string, unknown>;
+    assert.equal(entry.version, version);
+    assert.equal(entry.node, process.versions.node);
+    assert.equal(entry.address, first!.baseUrl);
+  });
+
   it('writes the first-start key to <data dir>/admin-api-key, mode 0600, and logs only its path', () => {
     const keyFile = join(dataDir, 'admin-api-key');
     assert.equal(statSync(keyFile).mode & 0o777, 0o600);

@@ -14,6 +14,12 @@ describe('operational endpoints', () => {
   });
   after(() => ctx.close());
 
+  it('GET / sends a browser to the API reference', async () => {
+    const response = await call(ctx, 'GET', '//', { key: null });
+    assert.equal(response.statusCode, 302);
+    assert.equal(response.headers.location, '/docs');
+  });
+
   it('GET /healthz answers 200 without a key', async () => {
     const response = await call(ctx, 'GET', '//healthz', { key: null });
     assert.equal(response.statusCode, 200);

@@ -2,10 +2,41 @@
 // calls to it over real HTTP. Free of node:test, so the benchmark uses it too; tests import
 // server-process.ts, which adds the check that no server prints a key.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export const repository = new URL('..', import.meta.url).pathname;
+
+/**
+ * Builds the server (tsc, as `npm run build` does) into a directory of its own, so that a
+ * concurrent `npm start` elsewhere rewriting dist/ can never hand this run a half-written file.
+ */
+export function buildServerCopy(): { main: string; remove: () => void } {
+  const directory = mkdtempSync(join(tmpdir(), 'tessera-chaos-build-'));
+  copyFileSync(join(repository, 'package.json'), join(directory, 'package.json'));
+  symlinkSync(join(repository, 'node_modules'), join(directory, 'node_modules'), 'dir');
+  const result = spawnSync(
+    process.execPath,
+    [
+      join(repository, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(repository, 'tsconfig.build.json'),
+      '--outDir',
+      join(directory, 'dist'),
+      '--tsBuildInfoFile',
+      join(directory, 'tsbuildinfo'),
+    ],
+    { cwd: repository, encoding: 'utf8' },
+  );
+  if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
+  return {
+    main: join(directory, 'dist/main.js'),
+    remove: () => rmSync(directory, { recursive: true, force: true }),
+  };
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
