@@ -194,7 +194,18 @@ function applyToList(
     view[key] = list.map((element) => (matches(element) ? { ...element, ...values[0] } : element));
     return;
   }
-  view[key] = operation.op === 'add' ? [...list, ...values] : values;
+  if (operation.op === 'replace') {
+    view[key] = values;
+    return;
+  }
+  // RFC 7643 §2.4: one primary value at most; an added primary one takes over.
+  const newPrimary = values.some((value) => isPrimary(memberOf(value, 'primary')));
+  const kept = newPrimary ? list.map((element) => ({ ...element, primary: false })) : list;
+  view[key] = [...kept, ...values];
+}
+
+function isPrimary(flag: unknown): boolean {
+  return flag === true || (typeof flag === 'string' && flag.toLowerCase() === 'true');
 }
 
 /** The element an equality filter describes (`type eq "work"` → {type: "work"}), for a target that is missing. */
