@@ -35,6 +35,11 @@ import { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { TokenExchange } from './modules/tokens/token-exchange.service.js';
 import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
 import { registerTokenRoutes } from './modules/tokens/tokens.routes.js';
+import { registerScimGroupRoutes } from './modules/scim/scim-groups.routes.js';
+import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
+import { SCIM_PREFIX, prepareScimScope } from './modules/scim/scim.http.js';
+import { registerScimRoutes } from './modules/scim/scim.routes.js';
+import { ScimService } from './modules/scim/scim.service.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
 import { UsersService } from './modules/users/users.service.js';
 import { problem } from './problems.js';
@@ -58,6 +63,8 @@ export interface Services {
   signingKeys: SigningKeys;
   accessTokens: AccessTokens;
   tokenExchange: TokenExchange;
+  scim: ScimService;
+  scimGroups: ScimGroupsService;
 }
 
 export function createServices(deps: {
@@ -96,6 +103,8 @@ export function createServices(deps: {
     signingKeys,
     accessTokens,
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
+    scim: new ScimService({ store, applications, users }),
+    scimGroups: new ScimGroupsService({ store, users, clock }),
   };
 }
 
@@ -193,6 +202,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
             name: 'Authorization',
             description: 'Send `Authorization: apikey <KEY>` (enter `apikey <KEY>` here).',
           },
+          bearerApiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'SCIM: an API key sent as `Authorization: Bearer <KEY>` (`apikey` works too).',
+          },
         },
       },
       tags: [
@@ -201,6 +216,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
+        {
+          name: 'scim',
+          description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
+        },
       ],
     },
   });
@@ -246,6 +265,26 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerTokenRoutes(scope, services);
     },
     { prefix: API_PREFIX },
+  );
+
+  const rateLimit = {
+    perMinute: options.rateLimitPerMinute,
+    ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+    ...(options.rateLimitRedisPrefix === undefined
+      ? {}
+      : { redisPrefix: options.rateLimitRedisPrefix }),
+  };
+  await app.register(
+    async function scim(scope) {
+      await prepareScimScope(scope, {
+        authenticate: (secret) => services.authenticator.authenticate(secret),
+        rateLimit,
+        routes: routeIndex,
+      });
+      registerScimRoutes(scope, { scim: services.scim, cursors });
+      registerScimGroupRoutes(scope, { scim: services.scim, groups: services.scimGroups, cursors });
+    },
+    { prefix: SCIM_PREFIX },
   );
 
   return app;

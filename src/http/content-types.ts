@@ -108,10 +108,14 @@ function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
   }
 }
 
-export function registerJsonBodies(app: FastifyInstance): void {
+/** JSON bodies under `mediaTypes` (default: JSON and, for PATCH, merge patch), parsed safely. */
+export function registerJsonBodies(
+  app: FastifyInstance,
+  mediaTypes: string[] = [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
+): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
-    [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
+    mediaTypes,
     { parseAs: 'buffer' },
     async function parseJson(request: FastifyRequest, body: string | Buffer) {
       return parseJsonBody(request, Buffer.isBuffer(body) ? body : Buffer.from(body));
