@@ -95,7 +95,11 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 // Users are google_oauth2 subjects "1" + 14 digits, so row n (from 0) is identifier(n).
 const identifier = (n: number) => `1${String(n).padStart(14, '0')}`;
-const randomUser = () => identifier(Math.floor(Math.random() * USERS));
+/** The SCIM id and externalId of row n. */
+const userId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+const externalId = (n: number) => `00u${String(n).padStart(17, '0')}`;
+const randomRow = () => Math.floor(Math.random() * USERS);
+const randomUser = () => identifier(randomRow());
 const userPath = (id: string) => `${PREFIX}/applications/${CLIENT_ID}/users/${PROVIDER}/${id}`;
 
 function seedUser(n: number, now: number): UserRecord {
@@ -103,12 +107,15 @@ function seedUser(n: number, now: number): UserRecord {
     clientId: CLIENT_ID,
     provider: PROVIDER,
     identifier: identifier(n),
+    id: userId(n),
     name: `Bench User ${n}`,
     avatar: n % 2 === 0 ? `https://cdn.example.com/avatars/${n}.png` : null,
     email: `user${n}@example.com`,
     locale: 'en-GB',
     roles: ['member', 'billing:read'],
     scopes: ['org:acme'],
+    active: true,
+    externalId: externalId(n),
     createdAt: now,
     updatedAt: now,
     etag: newVersion(),
@@ -152,6 +159,12 @@ function scenarios(apiKey: string, deepCursor: string): Scenario[] {
     }),
   });
   const fixed = (shape: RequestShape) => ({ next: () => shape, samples: () => [shape] });
+  // What Okta and Entra send before every create: a lookup by userName (or externalId).
+  const scimLookup = (attribute: string, value: string): RequestShape => ({
+    method: 'GET',
+    path: `/scim/v2/${CLIENT_ID}/Users?filter=${encodeURIComponent(`${attribute} eq "${value}"`)}&startIndex=1&count=100`,
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
   const list = `${PREFIX}/applications/${CLIENT_ID}/users?limit=100`;
   return [
     {
@@ -208,6 +221,20 @@ function scenarios(apiKey: string, deepCursor: string): Scenario[] {
       }),
     },
     {
+      name: 'scim-username-eq',
+      description: `SCIM: filter userName eq a random user of ${USERS.toLocaleString('en')}`,
+      expect: 200,
+      next: () => scimLookup('userName', randomUser()),
+      samples: () => [scimLookup('userName', randomUser())],
+    },
+    {
+      name: 'scim-externalid-eq',
+      description: `SCIM: filter externalId eq a random user of ${USERS.toLocaleString('en')}`,
+      expect: 200,
+      next: () => scimLookup('externalId', externalId(randomRow())),
+      samples: () => [scimLookup('externalId', externalId(randomRow()))],
+    },
+    {
       name: 'mixed',
       description: 'mixed: 90% GET user, 10% PUT user',
       expect: 200,
@@ -241,6 +268,20 @@ const TARGETS: Record<StoreKind, Target[]> = {
   ],
   postgres: [ratioTarget('get-user', 0.35)],
 };
+// Issue 13: a SCIM lookup by userName or externalId within 1.5x of GET user (same store).
+for (const targets of Object.values(TARGETS)) {
+  for (const scenario of ['scim-username-eq', 'scim-externalid-eq']) {
+    targets.push({
+      scenario,
+      description: 'req/s >= GET user req/s / 1.5',
+      check: (results) => {
+        const getUser = results.get('get-user')?.tessera.rps ?? Number.NaN;
+        const value = getUser / results.get(scenario)!.tessera.rps;
+        return { value, met: value <= 1.5 };
+      },
+    });
+  }
+}
 // Issue 6: at least 3× the peer's tokens/s, and at least 6,000 tokens/s, on either store.
 for (const targets of Object.values(TARGETS)) {
   for (const scenario of ['token-trusted', 'token-exchange']) {
@@ -500,6 +541,7 @@ async function prepareStore(
       jwtExpirationInMinutes: 60,
       // The peer is the users' provider: the exchange scenario's ID tokens come from it.
       externalTokenValidation: externalTokenValidation(peer, PROVIDER),
+      scimProvider: PROVIDER,
       createdAt: now,
       updatedAt: now,
       etag: newVersion(),
@@ -521,7 +563,14 @@ async function prepareStore(
     await store.close();
     await analyze();
     const seedSeconds = (Date.now() - started) / 1000;
-    const filter = { clientId: CLIENT_ID, provider: null, email: null, role: null, scope: null };
+    const filter = {
+      clientId: CLIENT_ID,
+      provider: null,
+      email: null,
+      role: null,
+      scope: null,
+      active: null,
+    };
     // The page that starts at row DEEP_ROW: the cursor names the row before it.
     const deepCursor = new CursorCodec(secret).encode(cursorScope(filter), [
       PROVIDER,

@@ -22,7 +22,6 @@ import {
   registerErrorHandling,
   sendProblem,
   toProblem,
-  unknownRouteProblem,
 } from './http/error-handler.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
@@ -43,6 +42,11 @@ import { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { TokenExchange } from './modules/tokens/token-exchange.service.js';
 import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
 import { registerTokenRoutes } from './modules/tokens/tokens.routes.js';
+import { registerScimGroupRoutes } from './modules/scim/scim-groups.routes.js';
+import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
+import { SCIM_PREFIX, prepareScimScope } from './modules/scim/scim.http.js';
+import { registerScimRoutes } from './modules/scim/scim.routes.js';
+import { ScimService } from './modules/scim/scim.service.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
 import { UsersService } from './modules/users/users.service.js';
 import { type ProblemError, problem } from './problems.js';
@@ -66,6 +70,8 @@ export interface Services {
   signingKeys: SigningKeys;
   accessTokens: AccessTokens;
   tokenExchange: TokenExchange;
+  scim: ScimService;
+  scimGroups: ScimGroupsService;
 }
 
 export function createServices(deps: {
@@ -109,6 +115,8 @@ export function createServices(deps: {
     signingKeys,
     accessTokens,
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
+    scim: new ScimService({ store, applications, users }),
+    scimGroups: new ScimGroupsService({ store, users, clock }),
   };
 }
 
@@ -217,9 +225,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     closing = true;
     done();
   });
-  // An unknown route is answered in onRequest, before its body is read or parsed: a request
-  // no route serves costs no more than refusing it.
-  const unknownRoute = (request: FastifyRequest) => unknownRouteProblem(request, routeIndex);
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
@@ -231,7 +236,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
       return;
     }
-    const failure = refuseMalformed(request) ?? (request.is404 ? unknownRoute(request) : null);
+    const failure = refuseMalformed(request);
     if (failure !== null) {
       done(failure);
       return;
@@ -256,6 +261,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
             name: 'Authorization',
             description: 'Send `Authorization: apikey <KEY>` (enter `apikey <KEY>` here).',
           },
+          bearerApiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'SCIM: an API key sent as `Authorization: Bearer <KEY>` (`apikey` works too).',
+          },
         },
       },
       tags: [
@@ -264,6 +275,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
+        {
+          name: 'scim',
+          description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
+        },
       ],
     },
   });
@@ -303,6 +318,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         : { redisPrefix: options.authFailuresRedisPrefix }),
     });
 
+  // API keys fail alike under /iam/api/v1 and /scim/v2: one count per address for both.
+  const apiKeyFailures = failureLimiter('api-key');
+
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
   registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
@@ -319,7 +337,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerAuthentication(
         scope,
         (secret) => services.authenticator.authenticate(secret),
-        failureLimiter('api-key'),
+        apiKeyFailures,
       );
       await registerRateLimit(scope, {
         perMinute: options.rateLimitPerMinute,
@@ -335,6 +353,27 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerSigningKeyRoutes(scope, services);
     },
     { prefix: API_PREFIX },
+  );
+
+  const rateLimit = {
+    perMinute: options.rateLimitPerMinute,
+    ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+    ...(options.rateLimitRedisPrefix === undefined
+      ? {}
+      : { redisPrefix: options.rateLimitRedisPrefix }),
+  };
+  await app.register(
+    async function scim(scope) {
+      await prepareScimScope(scope, {
+        authenticate: (secret) => services.authenticator.authenticate(secret),
+        failures: apiKeyFailures,
+        rateLimit,
+        routes: routeIndex,
+      });
+      registerScimRoutes(scope, { scim: services.scim, cursors });
+      registerScimGroupRoutes(scope, { scim: services.scim, groups: services.scimGroups, cursors });
+    },
+    { prefix: SCIM_PREFIX },
   );
 
   return app;

@@ -15,6 +15,7 @@ export const problemKinds = {
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   'request-timeout': { status: 408, title: 'Request timeout' },
   conflict: { status: 409, title: 'Conflict' },
+  'user-inactive': { status: 409, title: 'The user is inactive' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'payload-too-large': { status: 413, title: 'Request body too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },

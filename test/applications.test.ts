@@ -75,6 +75,7 @@ describe('POST /applications', () => {
       mode: 'internal',
       jwt_expiration_in_minutes: 60,
       external_token_validation: null,
+      scim_provider: null,
       created_at: now,
       updated_at: now,
     });
@@ -97,6 +98,7 @@ describe('POST /applications', () => {
       mode: 'external',
       jwt_expiration_in_minutes: 15,
       external_token_validation: { google_oauth2: { issuer: 'https://accounts.google.com' } },
+      scim_provider: 'okta_scim',
     };
     const response = await call(ctx, 'POST', '/applications', { body });
     assert.equal(response.statusCode, 201, response.body);
@@ -206,6 +208,7 @@ describe('PUT /applications/:client_id', () => {
       mode: 'internal',
       jwt_expiration_in_minutes: 60,
       external_token_validation: null,
+      scim_provider: null,
       created_at: original.created_at,
       updated_at: at(ctx.clock.now()),
     };
@@ -318,11 +321,13 @@ describe('PATCH /applications/:client_id', () => {
       mode: 'external',
       jwt_expiration_in_minutes: 5,
       external_token_validation: { a: 1 },
+      scim_provider: 'entra_scim',
     });
     const response = await patch(clientId, {
       mode: null,
       jwt_expiration_in_minutes: null,
       external_token_validation: null,
+      scim_provider: null,
     });
     assert.equal(response.statusCode, 200, response.body);
     assert.deepEqual(response.json(), {
@@ -330,6 +335,7 @@ describe('PATCH /applications/:client_id', () => {
       mode: 'internal',
       jwt_expiration_in_minutes: 60,
       external_token_validation: null,
+      scim_provider: null,
       updated_at: at(ctx.clock.now()),
     });
   });

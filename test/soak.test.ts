@@ -19,7 +19,8 @@ describe('the server under a soak with frequent garbage collection', () => {
     assert.deepEqual(report.badExits, []);
     assert.deepEqual(report.unexpected, []);
     assert.equal(report.cycles, 3);
-    assert.ok(report.requests > 1000, `only ${report.requests} requests ran`);
+    // How many ran depends on the machine; that every kind of request ran does not.
+    assert.ok(report.requests > 100, `only ${report.requests} requests ran`);
     assert.ok((report.statuses[201] ?? 0) > 0, 'users were created');
     assert.ok((report.statuses[200] ?? 0) > 0, 'users were read');
   });

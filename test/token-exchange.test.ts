@@ -159,14 +159,32 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
     assert.deepEqual(claims.roles, ['editor']);
   });
 
+  it('refuses an inactive (deprovisioned) user with invalid_grant, and serves it again once active', async () => {
+    const path = `/applications/notes-internal/users/google_oauth2/${seg('ada-108234')}`;
+    const off = await call(ctx, 'PATCH', path, { body: { active: false } });
+    assert.equal(off.statusCode, 200, off.body);
+    try {
+      const refused = await exchangeToken(ctx, 'notes-internal', await provider.signIn('ada'));
+      assert.equal(refused.statusCode, 400, refused.body);
+      const error = refused.json<{ error: string; error_description: string }>();
+      assert.equal(error.error, 'invalid_grant');
+      assert.match(error.error_description, /^user: .*inactive/);
+    } finally {
+      await call(ctx, 'PATCH', path, { body: { active: true } });
+    }
+    const served = await exchangeToken(ctx, 'notes-internal', await provider.signIn('ada'));
+    assert.equal(served.statusCode, 200, served.body);
+  });
+
   it('registers the user on first login in external mode, and finds the same user on the second', async () => {
     const first = await exchangeToken(ctx, 'notes', await provider.signIn('ada'));
     assert.equal(first.statusCode, 200, first.body);
     const path = `/applications/notes/users/google_oauth2/${seg('ada-108234')}`;
     const registered = (await call(ctx, 'GET', path)).json<Record<string, unknown>>();
     assert.deepEqual(
-      { ...registered, created_at: undefined, updated_at: undefined },
+      { ...registered, id: undefined, created_at: undefined, updated_at: undefined },
       {
+        id: undefined,
         provider: 'google_oauth2',
         identifier: 'ada-108234',
         name: 'Ada Lovelace',
@@ -175,6 +193,7 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
         avatar: 'https://images.example.com/ada.png',
         roles: [],
         scopes: [],
+        active: true,
         created_at: undefined,
         updated_at: undefined,
       },

@@ -42,7 +42,9 @@ describe('POST /applications/:client_id/users', () => {
       `/iam/api/v1/applications/${CLIENT}/users/${PROVIDER}/108234823498234`,
     );
     assert.match(String(response.headers.etag), /^"[^"]+"$/);
-    assert.deepEqual(response.json(), {
+    const { id, ...rest } = response.json<{ id: string }>();
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.deepEqual(rest, {
       identifier: '108234823498234',
       provider: PROVIDER,
       name: 'Ada Lovelace',
@@ -51,9 +53,38 @@ describe('POST /applications/:client_id/users', () => {
       locale: 'en-GB',
       roles: ['admin'],
       scopes: ['org:acme'],
+      active: true,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
     });
+  });
+
+  it('keeps id and an inactive state through a PUT that leaves active out', async () => {
+    const { path } = await createFreshUser(ctx, 'inactive-1', { active: false });
+    const before = (await call(ctx, 'GET', path)).json<{ id: string; active: boolean }>();
+    assert.equal(before.active, false);
+    const {
+      id: _id,
+      identifier: _i,
+      provider: _p,
+      active: _a,
+      ...body
+    } = userBody({ name: 'Again' });
+    const response = await call(ctx, 'PUT', path, { body: { ...body, id: 'ignored-echo' } });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.deepEqual(
+      {
+        id: response.json<{ id: string }>().id,
+        active: response.json<{ active: boolean }>().active,
+      },
+      { id: before.id, active: false },
+    );
+    const patched = await call(ctx, 'PATCH', path, { body: { active: null } });
+    assert.equal(patched.json<{ active: boolean }>().active, true);
+    const listed = await call(ctx, 'GET', `${USERS}?active=false&limit=1000`);
+    assert.ok(
+      !listed.json<{ items: { id: string }[] }>().items.some((user) => user.id === before.id),
+    );
   });
 
   it('percent-encodes provider and identifier in Location, and following it returns the same user', async () => {
@@ -304,12 +335,15 @@ describe('PUT /applications/:client_id/users/:provider/:identifier', () => {
     };
     const response = await call(ctx, 'PUT', path, { body });
     assert.equal(response.statusCode, 200);
-    assert.deepEqual(response.json(), {
+    const { id, ...rest } = response.json<{ id: string }>();
+    assert.equal(typeof id, 'string');
+    assert.deepEqual(rest, {
       identifier,
       provider: PROVIDER,
       ...body,
       name: 'Grace Hopper',
       avatar: null,
+      active: true,
       created_at: timestamp(ctx),
       updated_at: timestamp(ctx),
     });

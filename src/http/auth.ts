@@ -23,19 +23,34 @@ export type Authenticate = (secret: string) => Promise<ApiKeyRecord | undefined>
 // RFC 9110 credentials: an auth-scheme token, one or more spaces, then the key.
 const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) +([\x21-\x7e]+)$/;
 
-/** The key from `Authorization: apikey <KEY>` (scheme case-insensitive), or null. */
-export function parseApiKeyHeader(header: string | undefined): string | null {
+/** How a scope of routes takes its API key: the schemes accepted, the one to challenge with. */
+export interface CredentialSchemes {
+  /** Lower-case scheme words, e.g. ['apikey'] or ['bearer', 'apikey']. */
+  accepted: readonly string[];
+  /** The WWW-Authenticate challenge of a 401. */
+  challenge: string;
+}
+
+const API_KEY_SCHEME: CredentialSchemes = { accepted: ['apikey'], challenge: 'apikey' };
+
+/** The key from `Authorization: <scheme> <KEY>` (scheme case-insensitive), or null. */
+export function parseApiKeyHeader(
+  header: string | undefined,
+  schemes: readonly string[] = API_KEY_SCHEME.accepted,
+): string | null {
   if (header === undefined) return null;
   const match = CREDENTIALS.exec(header);
-  if (match === null || match[1]!.toLowerCase() !== 'apikey') return null;
+  if (match === null || !schemes.includes(match[1]!.toLowerCase())) return null;
   return match[2]!;
 }
 
-function unauthenticated() {
+function unauthenticated(schemes: CredentialSchemes) {
   // Uniform on purpose: never say whether the key was missing, unknown, revoked or expired.
-  return problem('unauthenticated', 'A valid API key is required: Authorization: apikey <KEY>.', {
-    headers: { 'www-authenticate': 'apikey' },
-  });
+  return problem(
+    'unauthenticated',
+    `A valid API key is required: Authorization: ${schemes.challenge} <KEY>.`,
+    { headers: { 'www-authenticate': schemes.challenge } },
+  );
 }
 
 /** The client_ids a caller may act on, or null for every application. */
@@ -65,19 +80,20 @@ export function registerAuthentication(
   app: FastifyInstance,
   authenticate: Authenticate,
   failures: AuthFailureLimiter,
+  schemes: CredentialSchemes = API_KEY_SCHEME,
 ): void {
-  app.decorateRequest('apiKey', null);
+  if (!app.hasRequestDecorator('apiKey')) app.decorateRequest('apiKey', null);
   app.addHook('onRequest', async function authorizeRequest(request) {
     const role = request.routeOptions.config.role;
     if (role === undefined) return;
     // Checked before the key is even parsed: past the limit, a guess is not looked up.
     const waitMs = await failures.retryAfterMs(request.ip);
     if (waitMs > 0) throw tooManyFailures(waitMs);
-    const secret = parseApiKeyHeader(request.headers.authorization);
+    const secret = parseApiKeyHeader(request.headers.authorization, schemes.accepted);
     const key = secret === null ? undefined : await authenticate(secret);
     if (key === undefined) {
       await failures.recordFailure(request.ip);
-      throw unauthenticated();
+      throw unauthenticated(schemes);
     }
     request.apiKey = key;
     if (!key.roles.includes(role)) {

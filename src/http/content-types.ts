@@ -101,6 +101,9 @@ export function decodeUtf8Body(request: FastifyRequest, body: Buffer, what: stri
 }
 
 function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
+  // A request no route serves is answered 404 or 405 whatever its body: reading it is all it
+  // may cost (the security review measured 200–460 ms to parse hostile ones sent to /nope).
+  if (request.is404) return undefined;
   assertUncompressed(request);
   // Only PATCH takes a merge patch; POST and PUT replace, so they take plain JSON.
   if (mediaTypeOf(request).type === MERGE_PATCH_MEDIA_TYPE && request.method !== 'PATCH') {
@@ -124,10 +127,14 @@ function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
   }
 }
 
-export function registerJsonBodies(app: FastifyInstance): void {
+/** JSON bodies under `mediaTypes` (default: JSON and, for PATCH, merge patch), parsed safely. */
+export function registerJsonBodies(
+  app: FastifyInstance,
+  mediaTypes: string[] = [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
+): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
-    [JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE],
+    mediaTypes,
     { parseAs: 'buffer' },
     async function parseJson(request: FastifyRequest, body: string | Buffer) {
       return parseJsonBody(request, Buffer.isBuffer(body) ? body : Buffer.from(body));

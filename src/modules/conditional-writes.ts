@@ -76,7 +76,8 @@ export async function updateConditionally<R extends Versioned>(options: {
   load: () => Promise<R | undefined>;
   notFound: () => Error;
   condition: VersionCondition;
-  change: (current: R) => R | null;
+  /** May be async when computing the change reads other resources (a group's members). */
+  change: (current: R) => R | null | Promise<R | null>;
   save: (next: R, expectedVersion: string) => Promise<boolean>;
 }): Promise<R> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -84,7 +85,7 @@ export async function updateConditionally<R extends Versioned>(options: {
     const current = await options.load();
     if (current === undefined) throw options.notFound();
     if (!options.condition(current.etag)) throw preconditionFailed();
-    const next = options.change(current);
+    const next = await options.change(current);
     if (next === null) return current;
     if (await options.save(next, current.etag)) return next;
   }

@@ -26,3 +26,8 @@ export class StoreUnavailableError extends Error {
     super(message, options);
   }
 }
+
+/** A conditional write found a version other than the one it expected: nothing was written. */
+export class ConditionFailedError extends Error {
+  override readonly name = 'ConditionFailedError';
+}

@@ -9,6 +9,7 @@ import type { ContractContext } from './contract/fixtures.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
 import { describeSettingsContract } from './contract/settings.js';
 import { describeSigningKeysContract } from './contract/signing-keys.js';
+import { describeUserQueriesContract } from './contract/user-queries.js';
 import { describeUsersContract } from './contract/users.js';
 import type { Store } from './store.js';
 
@@ -28,6 +29,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
 
     describeApplicationsContract(ctx);
     describeUsersContract(ctx);
+    describeUserQueriesContract(ctx);
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
     describeSigningKeysContract(ctx);

@@ -5,8 +5,10 @@
 //
 // Error contract shared by every method:
 // - DuplicateError: a unique key already exists (client_id, user identity, key digest).
-// - MissingParentError: the application a user belongs to does not exist.
+// - MissingParentError: the application a user or group belongs to does not exist.
 // - StoreUnavailableError: the database cannot answer now (gone, busy, full, read-only).
+
+import type { UserPredicate } from './user-predicate.js';
 
 export type ApplicationMode = 'internal' | 'external';
 
@@ -18,6 +20,8 @@ export interface ApplicationRecord {
   jwtExpirationInMinutes: number;
   /** Any JSON object, kept exactly as given; null when unset. */
   externalTokenValidation: Record<string, unknown> | null;
+  /** The provider label of the users a SCIM client provisions; null: SCIM is off. */
+  scimProvider: string | null;
   createdAt: number;
   updatedAt: number;
   etag: string;
@@ -30,12 +34,18 @@ export interface UserIdentity {
 }
 
 export interface UserRecord extends UserIdentity {
+  /** Immutable and unique within the application; kept when the identifier is renamed. */
+  id: string;
   name: string;
   avatar: string | null;
   email: string;
   locale: string;
   roles: string[];
   scopes: string[];
+  /** Inactive users are kept and listed, but get no access tokens. */
+  active: boolean;
+  /** The id a provisioning client (SCIM) keeps for this user; null when none was given. */
+  externalId: string | null;
   createdAt: number;
   updatedAt: number;
   etag: string;
@@ -93,11 +103,43 @@ export interface UserFilter {
   email: string | null;
   role: string | null;
   scope: string | null;
+  active: boolean | null;
 }
 
 export interface UserPosition {
   provider: string;
   identifier: string;
+}
+
+/** Users of one provider in one application that match a predicate (SCIM queries). */
+export interface UserQuery {
+  clientId: string;
+  provider: string;
+  predicate: UserPredicate;
+}
+
+/** A page of a UserQuery, in identifier byte order: after a position, or skipping `offset` rows. */
+export type UserQueryPage =
+  | { after: string | null; offset?: undefined; limit: number }
+  | { after?: undefined; offset: number; limit: number };
+
+/** A user whose stored version must still be `expectedEtag` for a write to happen. */
+export interface UserChange {
+  next: UserRecord;
+  expectedEtag: string;
+}
+
+/** A SCIM Group: one of the application's roles, with the identity SCIM clients keep. */
+export interface GroupRecord {
+  clientId: string;
+  /** Immutable, unique within the application. */
+  id: string;
+  /** The role name; unique within the application. */
+  displayName: string;
+  externalId: string | null;
+  createdAt: number;
+  updatedAt: number;
+  etag: string;
 }
 
 export interface ApplicationRepository {
@@ -138,7 +180,18 @@ export interface UserRepository {
   listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
   /** How many users match the filter. */
   countUsers(filter: UserFilter): Promise<number>;
-  /** Replaces the user when its etag still equals `expectedEtag`; false otherwise. */
+  /** The user with this id in the application, or undefined. */
+  findUserById(clientId: string, id: string): Promise<UserRecord | undefined>;
+  /** Users of `ids` in the application, in no particular order; unknown ids are left out. */
+  findUsersByIds(clientId: string, ids: readonly string[]): Promise<UserRecord[]>;
+  /** Users matching the query, ordered by identifier in byte order. */
+  queryUsers(query: UserQuery, page: UserQueryPage): Promise<UserRecord[]>;
+  /** How many users match the query. */
+  countQueriedUsers(query: UserQuery): Promise<number>;
+  /**
+   * Replaces the user with next.id when its etag still equals `expectedEtag`; false otherwise.
+   * The identifier may change (a rename): DuplicateError when the new identity is taken.
+   */
   replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean>;
   /** Deletes the user when its etag still equals `expectedEtag`; false otherwise. */
   deleteUser(identity: UserIdentity, expectedEtag: string): Promise<boolean>;
@@ -182,6 +235,35 @@ export interface ApiKeyRepository {
    * revoked already (the first revocation time stays).
    */
   revokeApiKey(id: string, revokedAt: number): Promise<boolean>;
+}
+
+export interface GroupRepository {
+  /**
+   * Inserts a group and, in the same transaction, replaces its first members (each only if its
+   * etag is still the expected one; false and nothing written otherwise). DuplicateError when
+   * its id or display name exists in the application.
+   */
+  insertGroup(group: GroupRecord, members?: readonly UserChange[]): Promise<boolean>;
+  /** The group, or undefined. */
+  findGroup(clientId: string, id: string): Promise<GroupRecord | undefined>;
+  /** Every group of the application, ordered by id. */
+  listGroups(clientId: string): Promise<GroupRecord[]>;
+  /**
+   * In one transaction: replaces the group when its etag still equals `expectedEtag`, and
+   * replaces each user of `members` when its etag still equals its expectedEtag. All of it,
+   * or nothing (false) when any version moved on. DuplicateError for a taken display name.
+   */
+  replaceGroup(
+    next: GroupRecord,
+    expectedEtag: string,
+    members: readonly UserChange[],
+  ): Promise<boolean>;
+  /** Like replaceGroup, deleting the group instead. */
+  deleteGroup(
+    group: GroupRecord,
+    expectedEtag: string,
+    members: readonly UserChange[],
+  ): Promise<boolean>;
 }
 
 export interface SettingRepository {
@@ -237,6 +319,7 @@ export interface SigningKeyRepository {
 export interface Store {
   readonly applications: ApplicationRepository;
   readonly users: UserRepository;
+  readonly groups: GroupRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly settings: SettingRepository;
   readonly signingKeys: SigningKeyRepository;

@@ -11,6 +11,7 @@ import {
   toTimestamp,
 } from '../../http/schemas.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
+import { Provider } from '../users/provider.schema.js';
 
 export const ClientId = Type.String({
   minLength: 1,
@@ -51,6 +52,15 @@ export const ExternalTokenValidation = Type.Unsafe<Record<string, unknown> | nul
     'object of at most 32 KiB serialized, stored and returned as given.',
 });
 
+export const ScimProvider = Nullable(
+  Type.String({
+    ...Provider,
+    description:
+      'The provider label of the users a SCIM client provisions at /scim/v2/<client_id>; ' +
+      'null (the default) turns SCIM off.',
+  }),
+);
+
 export const Application = Type.Object({
   client_id: ClientId,
   display_name: Type.String(),
@@ -58,6 +68,7 @@ export const Application = Type.Object({
   mode: Mode,
   jwt_expiration_in_minutes: JwtExpirationInMinutes,
   external_token_validation: ExternalTokenValidation,
+  scim_provider: ScimProvider,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -69,6 +80,7 @@ const commonFields = {
   mode: Type.Optional(Mode),
   jwt_expiration_in_minutes: Type.Optional(JwtExpirationInMinutes),
   external_token_validation: Type.Optional(ExternalTokenValidation),
+  scim_provider: Type.Optional(ScimProvider),
   created_at: Type.Optional(ReadOnlyEcho),
   updated_at: Type.Optional(ReadOnlyEcho),
 };
@@ -96,14 +108,16 @@ export const PatchApplicationBody = Type.Object(
     mode: Type.Optional(Nullable(Mode)),
     jwt_expiration_in_minutes: Type.Optional(Nullable(JwtExpirationInMinutes)),
     external_token_validation: Type.Optional(ExternalTokenValidation),
+    scim_provider: Type.Optional(ScimProvider),
     created_at: Type.Optional(ReadOnlyEcho),
     updated_at: Type.Optional(ReadOnlyEcho),
   },
   {
     additionalProperties: false,
     description:
-      'JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes and ' +
-      'external_token_validation to their defaults; members without a default cannot be null.',
+      'JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, ' +
+      'external_token_validation and scim_provider to their defaults; members without a ' +
+      'default cannot be null.',
   },
 );
 export type PatchApplicationBody = Static<typeof PatchApplicationBody>;
@@ -124,6 +138,7 @@ export function toApplicationResource(application: ApplicationRecord): Applicati
     mode: application.mode,
     jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
     external_token_validation: application.externalTokenValidation,
+    scim_provider: application.scimProvider,
     created_at: toTimestamp(application.createdAt),
     updated_at: toTimestamp(application.updatedAt),
   };

@@ -21,11 +21,17 @@ export const APPLICATION_DEFAULTS = {
   mode: 'internal',
   jwtExpirationInMinutes: 60,
   externalTokenValidation: null,
+  scimProvider: null,
 } as const;
 
 type ApplicationFields = Pick<
   ApplicationRecord,
-  'displayName' | 'description' | 'mode' | 'jwtExpirationInMinutes' | 'externalTokenValidation'
+  | 'displayName'
+  | 'description'
+  | 'mode'
+  | 'jwtExpirationInMinutes'
+  | 'externalTokenValidation'
+  | 'scimProvider'
 >;
 
 export class ApplicationsService {
@@ -114,6 +120,11 @@ export class ApplicationsService {
           APPLICATION_DEFAULTS.jwtExpirationInMinutes,
         ),
         externalTokenValidation,
+        scimProvider: patchedValue<string | null>(
+          patch.scim_provider,
+          current.scimProvider,
+          APPLICATION_DEFAULTS.scimProvider,
+        ),
       };
     });
   }
@@ -173,6 +184,7 @@ function checkedFields(body: CreateApplicationBody | ReplaceApplicationBody): Ap
     jwtExpirationInMinutes:
       body.jwt_expiration_in_minutes ?? APPLICATION_DEFAULTS.jwtExpirationInMinutes,
     externalTokenValidation,
+    scimProvider: body.scim_provider ?? APPLICATION_DEFAULTS.scimProvider,
   };
 }
 
@@ -188,6 +200,7 @@ function sameFields(current: ApplicationRecord, fields: ApplicationFields): bool
     current.description === fields.description &&
     current.mode === fields.mode &&
     current.jwtExpirationInMinutes === fields.jwtExpirationInMinutes &&
+    current.scimProvider === fields.scimProvider &&
     JSON.stringify(current.externalTokenValidation) ===
       JSON.stringify(fields.externalTokenValidation)
   );

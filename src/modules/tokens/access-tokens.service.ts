@@ -4,6 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
+import { problem } from '../../problems.js';
 import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import type { UsersService } from '../users/users.service.js';
@@ -31,10 +32,19 @@ export class AccessTokens {
     return this.deps.issuer;
   }
 
-  /** A token for an existing user (the trusted back-end route); 404 for a missing one. */
+  /**
+   * A token for an existing, active user (the trusted back-end route); 404 for a missing one,
+   * 409 for an inactive (deprovisioned) one.
+   */
   async issueForUser(identity: UserIdentity): Promise<IssuedToken> {
     const application = await this.deps.applications.findApplication(identity.clientId);
     const user = await this.deps.users.findUser(identity);
+    if (!user.active) {
+      throw problem(
+        'user-inactive',
+        'The user is inactive (deprovisioned); activate it before issuing tokens for it.',
+      );
+    }
     return this.issue(application, user);
   }
 

@@ -106,6 +106,17 @@ export class TokenExchange {
       identifier: inspection.identifier!,
     };
     const existing = await this.deps.store.users.findUser(identity);
+    if (existing !== undefined && !existing.active) {
+      return {
+        ...result,
+        existing,
+        failure: {
+          check: 'user',
+          detail: `The user is inactive (deprovisioned) in application "${application.clientId}"; no token is issued for it.`,
+          retryable: false,
+        },
+      };
+    }
     if (existing !== undefined) return { ...result, existing };
     if (application.mode === 'internal') {
       return {

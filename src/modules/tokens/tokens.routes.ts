@@ -33,13 +33,13 @@ export function registerTokenRoutes(
         description:
           'For a back end that has authenticated the user itself. The token is a JWT signed ' +
           'with the key published at /.well-known/jwks.json; it expires after the ' +
-          "application's jwt_expiration_in_minutes.",
+          "application's jwt_expiration_in_minutes. An inactive user gets none (409).",
         security: apiKeySecurity,
         params: UserParams,
         querystring: NoQuery,
         response: {
           201: JsonResponse(IssuedToken, 'A new access token'),
-          ...problemResponses(403, 404),
+          ...problemResponses(403, 404, 409),
         },
       },
     },

@@ -48,6 +48,7 @@ export function cursorScope(filter: UserFilter): string {
     filter.email,
     filter.role,
     filter.scope,
+    filter.active,
   ]);
 }
 
@@ -106,7 +107,7 @@ export function registerUserRoutes(
         summary: "List an application's users, by (provider, identifier)",
         description:
           'Keyset-paginated, in byte order of provider then identifier. Filters combine with AND; ' +
-          '`email` matches exactly, ignoring case.',
+          '`email` matches exactly, ignoring case; `active` picks active or inactive users.',
         security: apiKeySecurity,
         params: ApplicationParams,
         querystring: ListUsersQuery,
@@ -123,6 +124,7 @@ export function registerUserRoutes(
         email: request.query.email ?? null,
         role: request.query.role ?? null,
         scope: request.query.scope ?? null,
+        active: request.query.active ?? null,
       };
       return servePage({
         request,

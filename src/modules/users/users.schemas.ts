@@ -12,17 +12,9 @@ import {
 } from '../../http/schemas.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import { ClientId } from '../applications/applications.schemas.js';
+import { Provider } from './provider.schema.js';
 
-export const Provider = Type.String({
-  minLength: 3,
-  maxLength: 64,
-  // The look-ahead bounds the length first: without it this pattern backtracks
-  // quadratically on long hostile input.
-  pattern: '^(?=.{3,64}$)[a-z0-9_-]+_[a-z0-9_-]+$',
-  [RULE_KEYWORD]: '3–64 characters of a–z 0–9 _ -, shaped <idp>_<kind> (e.g. google_oauth2)',
-  description: 'Identity-provider label, `<idp>_<kind>`.',
-  examples: ['google_oauth2'],
-});
+export { Provider };
 
 export const Identifier = Type.String({
   minLength: 1,
@@ -73,7 +65,19 @@ export const Scope = Type.String({
 export const Roles = Type.Array(UserRole, { maxItems: 100, uniqueItems: true });
 export const Scopes = Type.Array(Scope, { maxItems: 100, uniqueItems: true });
 
+export const UserId = Type.String({
+  description: "Read-only: the user's immutable id, kept when its identifier is renamed (SCIM).",
+  examples: ['5b2c5a4e-8f3d-4c1b-9a57-2f1e0d6c7b8a'],
+});
+
+export const Active = Type.Boolean({
+  description:
+    'Inactive users are kept and listed but get no access tokens. Default true; a PUT that ' +
+    'leaves it out keeps the stored value.',
+});
+
 export const User = Type.Object({
+  id: UserId,
   identifier: Identifier,
   provider: Provider,
   name: Type.String(),
@@ -82,12 +86,14 @@ export const User = Type.Object({
   locale: Type.String(),
   roles: Type.Array(Type.String()),
   scopes: Type.Array(Type.String()),
+  active: Active,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 export type User = Static<typeof User>;
 
 const commonFields = {
+  id: Type.Optional(ReadOnlyEcho),
   client_id: Type.Optional(PathEcho),
   name: UserName,
   avatar: Type.Optional(Nullable(Avatar)),
@@ -95,6 +101,7 @@ const commonFields = {
   locale: Locale,
   roles: Roles,
   scopes: Scopes,
+  active: Type.Optional(Active),
   created_at: Type.Optional(ReadOnlyEcho),
   updated_at: Type.Optional(ReadOnlyEcho),
 };
@@ -113,6 +120,7 @@ export type ReplaceUserBody = Static<typeof ReplaceUserBody>;
 
 export const PatchUserBody = Type.Object(
   {
+    id: Type.Optional(ReadOnlyEcho),
     identifier: Type.Optional(PathEcho),
     provider: Type.Optional(PathEcho),
     client_id: Type.Optional(PathEcho),
@@ -122,14 +130,15 @@ export const PatchUserBody = Type.Object(
     locale: Type.Optional(Locale),
     roles: Type.Optional(Roles),
     scopes: Type.Optional(Scopes),
+    active: Type.Optional(Nullable(Active)),
     created_at: Type.Optional(ReadOnlyEcho),
     updated_at: Type.Optional(ReadOnlyEcho),
   },
   {
     additionalProperties: false,
     description:
-      'JSON Merge Patch (RFC 7396): `null` resets avatar to its default; members without a ' +
-      'default cannot be null.',
+      'JSON Merge Patch (RFC 7396): `null` resets avatar (to null) and active (to true) to ' +
+      'their defaults; members without a default cannot be null.',
   },
 );
 export type PatchUserBody = Static<typeof PatchUserBody>;
@@ -155,6 +164,7 @@ export const ListUsersQuery = Type.Object(
     ),
     role: Type.Optional(UserRole),
     scope: Type.Optional(Scope),
+    active: Type.Optional(Type.Boolean({ description: 'Only active (true) or inactive users.' })),
   },
   { additionalProperties: false },
 );
@@ -165,6 +175,7 @@ export const UserPage = Page(User);
 /** The representation of a stored record (timestamps as RFC 3339). */
 export function toUserResource(user: UserRecord): User {
   return {
+    id: user.id,
     identifier: user.identifier,
     provider: user.provider,
     name: user.name,
@@ -173,6 +184,7 @@ export function toUserResource(user: UserRecord): User {
     locale: user.locale,
     roles: user.roles,
     scopes: user.scopes,
+    active: user.active,
     created_at: toTimestamp(user.createdAt),
     updated_at: toTimestamp(user.updatedAt),
   };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import {
   KeyedQueue,
@@ -13,6 +14,8 @@ import type {
   UserFilter,
   UserIdentity,
   UserPosition,
+  UserQuery,
+  UserQueryPage,
   UserRecord,
 } from '../../store/store.js';
 import { applicationNotFound } from '../applications/applications.service.js';
@@ -20,20 +23,38 @@ import type { CreateUserBody, PatchUserBody, ReplaceUserBody } from './users.sch
 
 type UserFields = Pick<UserRecord, 'name' | 'avatar' | 'email' | 'locale' | 'roles' | 'scopes'>;
 
+/** What a write may change on a user: its fields, its state, and (a rename) its identifier. */
+export type UserChanges = Partial<
+  UserFields & Pick<UserRecord, 'identifier' | 'active' | 'externalId'>
+>;
+
+/** A user to enrol, as a provisioning client describes it. */
+export type NewUser = UserIdentity & UserFields & Pick<UserRecord, 'active' | 'externalId'>;
+
 export class UsersService {
   /** Writes to one user run one after another (see KeyedQueue). */
   readonly #writes = new KeyedQueue();
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
-  async createUser(clientId: string, body: CreateUserBody): Promise<UserRecord> {
+  createUser(clientId: string, body: CreateUserBody): Promise<UserRecord> {
     assertIdentityEchoes({ clientId, provider: body.provider, identifier: body.identifier }, body);
-    const now = this.deps.clock.now();
-    const user: UserRecord = {
+    return this.enrolUser({
       clientId,
       provider: body.provider,
       identifier: body.identifier,
       ...fieldsOf(body),
+      active: body.active ?? true,
+      externalId: null,
+    });
+  }
+
+  /** Enrols a user with a new id; 409 for a taken identity, 404 without the application. */
+  async enrolUser(fields: NewUser): Promise<UserRecord> {
+    const now = this.deps.clock.now();
+    const user: UserRecord = {
+      ...fields,
+      id: randomUUID(),
       createdAt: now,
       updatedAt: now,
       etag: newVersion(),
@@ -41,16 +62,83 @@ export class UsersService {
     try {
       await this.deps.store.users.insertUser(user);
     } catch (error) {
-      if (error instanceof DuplicateError) {
-        throw problem(
-          'conflict',
-          `Application "${clientId}" already has a user with provider "${body.provider}" and this identifier.`,
-        );
-      }
-      if (error instanceof MissingParentError) throw applicationNotFound(clientId);
+      if (error instanceof DuplicateError) throw duplicateIdentity(user);
+      if (error instanceof MissingParentError) throw applicationNotFound(user.clientId);
       throw error;
     }
     return user;
+  }
+
+  /** The user with this id in the application; 404 when there is none. */
+  async findUserById(clientId: string, id: string): Promise<UserRecord> {
+    const user = await this.deps.store.users.findUserById(clientId, id);
+    if (user === undefined) throw userIdNotFound(clientId, id);
+    return user;
+  }
+
+  /** Users matching the query, in identifier byte order (no check that the application exists). */
+  queryUsers(query: UserQuery, page: UserQueryPage): Promise<UserRecord[]> {
+    return this.deps.store.users.queryUsers(query, page);
+  }
+
+  countQueriedUsers(query: UserQuery): Promise<number> {
+    return this.deps.store.users.countQueriedUsers(query);
+  }
+
+  /** The users with these ids; unknown ids are left out. */
+  findUsersByIds(clientId: string, ids: readonly string[]): Promise<UserRecord[]> {
+    return this.deps.store.users.findUsersByIds(clientId, ids);
+  }
+
+  /**
+   * Changes the user with this id: `change` gets the current user and returns what to change
+   * (null or nothing different: no write, the user is returned as it is). A changed identifier
+   * renames the user, keeping its id; 409 when the new identity is taken.
+   */
+  updateUserById(
+    clientId: string,
+    id: string,
+    condition: VersionCondition,
+    change: (current: UserRecord) => UserChanges | null,
+  ): Promise<UserRecord> {
+    return this.#writes.run(JSON.stringify([clientId, '#id', id]), async () => {
+      try {
+        return await updateConditionally({
+          load: () => this.deps.store.users.findUserById(clientId, id),
+          notFound: () => userIdNotFound(clientId, id),
+          condition,
+          change: (current) => this.changed(current, change(current)),
+          save: (next, expected) => this.deps.store.users.replaceUser(next, expected),
+        });
+      } catch (error) {
+        if (error instanceof DuplicateError) {
+          throw problem(
+            'conflict',
+            `Application "${clientId}" already has a user with this provider and identifier.`,
+          );
+        }
+        throw error;
+      }
+    });
+  }
+
+  deleteUserById(clientId: string, id: string, condition: VersionCondition): Promise<void> {
+    return this.#writes.run(JSON.stringify([clientId, '#id', id]), () =>
+      deleteConditionally({
+        load: () => this.deps.store.users.findUserById(clientId, id),
+        notFound: () => userIdNotFound(clientId, id),
+        condition,
+        remove: (current) => this.deps.store.users.deleteUser(current, current.etag),
+      }),
+    );
+  }
+
+  /** The next version of `current` with the changes, or null when they change nothing. */
+  changed(current: UserRecord, changes: UserChanges | null): UserRecord | null {
+    if (changes === null) return null;
+    const next = { ...current, ...changes };
+    if (sameUser(current, next)) return null;
+    return { ...next, updatedAt: this.deps.clock.now(), etag: newVersion() };
   }
 
   async findUser(identity: UserIdentity): Promise<UserRecord> {
@@ -81,7 +169,12 @@ export class UsersService {
     condition: VersionCondition,
   ): Promise<UserRecord> {
     assertIdentityEchoes(identity, body);
-    const fields = fieldsOf(body);
+    // A PUT that leaves `active` out keeps it: a client that predates the member must not
+    // re-activate a deprovisioned user.
+    const fields: UserChanges = {
+      ...fieldsOf(body),
+      ...(body.active === undefined ? {} : { active: body.active }),
+    };
     return this.update(identity, condition, () => fields);
   }
 
@@ -98,6 +191,7 @@ export class UsersService {
       locale: patch.locale ?? current.locale,
       roles: patch.roles ?? current.roles,
       scopes: patch.scopes ?? current.scopes,
+      active: patch.active === undefined ? current.active : (patch.active ?? true),
     }));
   }
 
@@ -115,29 +209,17 @@ export class UsersService {
   private update(
     identity: UserIdentity,
     condition: VersionCondition,
-    fieldsFor: (current: UserRecord) => UserFields,
+    changesFor: (current: UserRecord) => UserChanges,
   ): Promise<UserRecord> {
     return this.#writes.run(writeKey(identity), () =>
-      this.updateNow(identity, condition, fieldsFor),
+      updateConditionally({
+        load: () => this.deps.store.users.findUser(identity),
+        notFound: () => userNotFound(identity),
+        condition,
+        change: (current) => this.changed(current, changesFor(current)),
+        save: (next, expected) => this.deps.store.users.replaceUser(next, expected),
+      }),
     );
-  }
-
-  private updateNow(
-    identity: UserIdentity,
-    condition: VersionCondition,
-    fieldsFor: (current: UserRecord) => UserFields,
-  ): Promise<UserRecord> {
-    return updateConditionally({
-      load: () => this.deps.store.users.findUser(identity),
-      notFound: () => userNotFound(identity),
-      condition,
-      change: (current) => {
-        const fields = fieldsFor(current);
-        if (sameFields(current, fields)) return null;
-        return { ...current, ...fields, updatedAt: this.deps.clock.now(), etag: newVersion() };
-      },
-      save: (next, expected) => this.deps.store.users.replaceUser(next, expected),
-    });
   }
 
   private async assertApplicationExists(clientId: string): Promise<void> {
@@ -148,6 +230,17 @@ export class UsersService {
 
 function writeKey(identity: UserIdentity): string {
   return JSON.stringify([identity.clientId, identity.provider, identity.identifier]);
+}
+
+function duplicateIdentity(identity: UserIdentity) {
+  return problem(
+    'conflict',
+    `Application "${identity.clientId}" already has a user with provider "${identity.provider}" and this identifier.`,
+  );
+}
+
+function userIdNotFound(clientId: string, id: string) {
+  return problem('not-found', `Application "${clientId}" has no user with id "${id}".`);
 }
 
 function userNotFound(identity: UserIdentity) {
@@ -168,14 +261,17 @@ function fieldsOf(body: CreateUserBody | ReplaceUserBody): UserFields {
   };
 }
 
-function sameFields(current: UserRecord, fields: UserFields): boolean {
+function sameUser(current: UserRecord, next: UserRecord): boolean {
   return (
-    current.name === fields.name &&
-    current.avatar === fields.avatar &&
-    current.email === fields.email &&
-    current.locale === fields.locale &&
-    sameList(current.roles, fields.roles) &&
-    sameList(current.scopes, fields.scopes)
+    current.identifier === next.identifier &&
+    current.name === next.name &&
+    current.avatar === next.avatar &&
+    current.email === next.email &&
+    current.locale === next.locale &&
+    current.active === next.active &&
+    current.externalId === next.externalId &&
+    sameList(current.roles, next.roles) &&
+    sameList(current.scopes, next.scopes)
   );
 }
 

@@ -24,6 +24,7 @@ export function applicationRecord(
     mode: 'internal',
     jwtExpirationInMinutes: 60,
     externalTokenValidation: null,
+    scimProvider: null,
     createdAt: T0,
     updatedAt: T0,
     etag: `app-${clientId}-1`,
@@ -41,12 +42,15 @@ export function userRecord(
     clientId,
     provider,
     identifier,
+    id: `id:${provider}:${identifier}`,
     name: `User ${identifier}`,
     avatar: null,
     email: 'someone@example.com',
     locale: 'en',
     roles: [],
     scopes: [],
+    active: true,
+    externalId: null,
     createdAt: T0,
     updatedAt: T0,
     etag: `user-${provider}-${identifier}-1`,
@@ -119,5 +123,13 @@ export interface ContractContext {
 }
 
 export function usersOf(clientId: string, filter: Partial<UserFilter> = {}): UserFilter {
-  return { clientId, provider: null, email: null, role: null, scope: null, ...filter };
+  return {
+    clientId,
+    provider: null,
+    email: null,
+    role: null,
+    scope: null,
+    active: null,
+    ...filter,
+  };
 }

@@ -64,7 +64,7 @@ export function describeUsersContract(ctx: ContractContext): void {
       assert.deepEqual(await ctx.store.users.findUser(identityOf(first)), first);
       // The same pair elsewhere, or the identifier under another provider, is another user.
       await ctx.store.users.insertUser({ ...first, clientId: 'other' });
-      await ctx.store.users.insertUser({ ...first, provider: 'google_oauth3' });
+      await ctx.store.users.insertUser({ ...first, provider: 'google_oauth3', id: 'another' });
       assert.equal(await ctx.store.users.countUsers(usersOf('app')), 2);
       assert.equal(await ctx.store.users.countUsers(usersOf('other')), 1);
     });

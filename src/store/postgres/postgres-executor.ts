@@ -14,6 +14,7 @@ import {
   sql,
 } from 'kysely';
 import pg from 'pg';
+import { ConditionFailedError } from '../errors.js';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
@@ -30,6 +31,9 @@ const postgresFlavor: SqlFlavor = {
   // value, with functions CockroachDB and YugabyteDB have too.
   jsonArrayContains: (column, value) =>
     sql<boolean>`(${sql.ref(column)})::jsonb @> jsonb_build_array(${value}::text)`,
+  contains: (text, part) => sql<boolean>`strpos(${text}, ${part}::text) > 0`,
+  // Under the "C" collation lower() folds ASCII letters only, as SQLite's does.
+  asciiLower: (text) => sql<string>`lower((${text}) collate "C")`,
 };
 
 /** How often a transaction that hit a serialization failure or deadlock is run again. */
@@ -105,11 +109,15 @@ export class PostgresExecutor implements SqlExecutor {
     return this.#track(async () => {
       const [only] = statements;
       if (statements.length === 1 && only !== undefined && options.serializable !== true) {
-        return [(await this.#prepared(this.#pool, only)).rowCount ?? 0];
+        const changes = (await this.#prepared(this.#pool, only)).rowCount ?? 0;
+        if (changes === 0 && options.everyStatementChanges === true) {
+          throw new ConditionFailedError('a conditional statement changed no row');
+        }
+        return [changes];
       }
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.#transaction(statements, options.serializable === true);
+          return await this.#transaction(statements, options);
         } catch (error) {
           if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) throw error;
           await sleep(Math.random() * 5 * attempt);
@@ -199,13 +207,20 @@ export class PostgresExecutor implements SqlExecutor {
     return this.#closing;
   }
 
-  async #transaction(statements: readonly CompiledQuery[], serializable: boolean) {
+  async #transaction(statements: readonly CompiledQuery[], options: WriteOptions) {
     const client = await this.#pool.connect();
     try {
-      await client.query(serializable ? 'begin isolation level serializable' : 'begin');
+      await client.query(
+        options.serializable === true ? 'begin isolation level serializable' : 'begin',
+      );
       const changes: number[] = [];
       for (const statement of statements) {
-        changes.push((await this.#prepared(client, statement)).rowCount ?? 0);
+        const changed = (await this.#prepared(client, statement)).rowCount ?? 0;
+        if (changed === 0 && options.everyStatementChanges === true) {
+          // Thrown inside the transaction: the catch below rolls it back.
+          throw new ConditionFailedError('a conditional statement changed no row');
+        }
+        changes.push(changed);
       }
       await client.query('commit');
       client.release();

@@ -8,4 +8,6 @@ export const postgresMigrations = sqlMigrations({
   key: sql`text collate "C"`,
   time: 'bigint',
   tableEnd: null,
+  // Built into PostgreSQL 13 and later (and CockroachDB, YugabyteDB): no extension needed.
+  randomUuid: sql<string>`gen_random_uuid()::text`,
 });

@@ -53,6 +53,7 @@ describe('PostgreSQL store', { skip }, () => {
           'applications',
           'kysely_migration',
           'kysely_migration_lock',
+          'scim_groups',
           'settings',
           'signing_keys',
           'tessera_migration_lock',
@@ -168,10 +169,11 @@ describe('PostgreSQL store', { skip }, () => {
       for (const application of ['big', 'other']) {
         await client.query(
           `insert into users (application, user_key, provider, identifier, name, email,
-             email_normalized, locale, roles, scopes, created_at, updated_at, etag)
+             email_normalized, locale, roles, scopes, created_at, updated_at, etag, id,
+             identifier_folded)
            select $1, 'google_oauth2' || chr(31) || lpad(n::text, 8, '0'), 'google_oauth2',
                   lpad(n::text, 8, '0'), 'User', 'u@example.com', 'u@example.com', 'en',
-                  '[]', '[]', 0, 0, 'e'
+                  '[]', '[]', 0, 0, 'e', 'id-' || n, lpad(n::text, 8, '0')
              from generate_series(1, 10000) as n`,
           [application],
         );
@@ -196,7 +198,7 @@ describe('PostgreSQL store', { skip }, () => {
     it('walks the primary key from the position: `application = ? AND user_key > ?`', async () => {
       queries.length = 0;
       const page = await store.users.listUsers(
-        { clientId: 'big', provider: null, email: null, role: null, scope: null },
+        { clientId: 'big', provider: null, email: null, role: null, scope: null, active: null },
         { after: { provider: 'google_oauth2', identifier: '00009000' }, limit: 100 },
       );
       assert.equal(page.length, 100);

@@ -1,4 +1,5 @@
 import {
+  sql,
   type ColumnDataType,
   type CreateTableBuilder,
   type Expression,
@@ -17,6 +18,8 @@ export interface DialectTypes {
   time: 'integer' | 'bigint';
   /** Appended to every CREATE TABLE (SQLite: STRICT, so declared types are enforced). */
   tableEnd: Expression<unknown> | null;
+  /** A new random UUID (version 4) as text, per row: ids for rows that predate them. */
+  randomUuid: Expression<string>;
 }
 
 /**
@@ -130,6 +133,69 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
           .column('previous_secret_digest')
           .execute();
         await db.schema.alterTable('signing_keys').addColumn('revoked_at', time).execute();
+      },
+    },
+    '0005_scim': {
+      async up(db: Kysely<unknown>) {
+        // Users gain an immutable id (existing users get one here), an active flag (existing
+        // users are active), the externalId a provisioning client keeps, and the identifier
+        // folded to ASCII lower case, so userName lookups ignore ASCII case through an index.
+        // The indexes end with user_key: a lookup's rows come out in list order, no sort.
+        // lower() folds ASCII letters only on both engines: SQLite's is ASCII-only, and the
+        // identifier column is COLLATE "C" on PostgreSQL.
+        await db.schema
+          .alterTable('users')
+          .addColumn('id', key, (c) => c.notNull().defaultTo(''))
+          .execute();
+        await db.schema
+          .alterTable('users')
+          .addColumn('active', 'integer', (c) => c.notNull().defaultTo(1))
+          .execute();
+        await db.schema.alterTable('users').addColumn('external_id', key).execute();
+        await db.schema
+          .alterTable('users')
+          .addColumn('identifier_folded', key, (c) => c.notNull().defaultTo(''))
+          .execute();
+        await db
+          .updateTable('users' as never)
+          .set({ id: types.randomUuid, identifier_folded: sql`lower(identifier)` } as never)
+          .execute();
+        await db.schema
+          .createIndex('users_id')
+          .on('users')
+          .columns(['application', 'id'])
+          .unique()
+          .execute();
+        await db.schema
+          .createIndex('users_identifier_folded')
+          .on('users')
+          .columns(['application', 'provider', 'identifier_folded', 'user_key'])
+          .execute();
+        await db.schema
+          .createIndex('users_external_id')
+          .on('users')
+          .columns(['application', 'provider', 'external_id', 'user_key'])
+          .execute();
+
+        // SCIM is off (null) until an application names the provider label of its SCIM users.
+        await db.schema.alterTable('applications').addColumn('scim_provider', 'text').execute();
+
+        // A SCIM Group is one of the application's roles; its members are the users holding it.
+        await finish(
+          db.schema
+            .createTable('scim_groups')
+            .addColumn('application', key, (c) =>
+              c.notNull().references('applications.client_id').onDelete('cascade'),
+            )
+            .addColumn('id', key, (c) => c.notNull())
+            .addColumn('display_name', key, (c) => c.notNull())
+            .addColumn('external_id', 'text')
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('updated_at', time, (c) => c.notNull())
+            .addColumn('etag', 'text', (c) => c.notNull())
+            .addPrimaryKeyConstraint('scim_groups_pkey', ['application', 'id'])
+            .addUniqueConstraint('scim_groups_display_name', ['application', 'display_name']),
+        ).execute();
       },
     },
   };

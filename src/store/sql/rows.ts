@@ -1,8 +1,15 @@
 // Conversions between the domain records and table rows, shared by every SQL dialect.
 
 import type { Insertable, Selectable } from 'kysely';
-import type { ApiKeyRecord, ApplicationMode, ApplicationRecord, UserRecord } from '../store.js';
-import type { ApiKeysTable, ApplicationsTable, UsersTable } from './tables.js';
+import type {
+  ApiKeyRecord,
+  ApplicationMode,
+  ApplicationRecord,
+  GroupRecord,
+  UserRecord,
+} from '../store.js';
+import { foldAsciiCase } from '../user-predicate.js';
+import type { ApiKeysTable, ApplicationsTable, ScimGroupsTable, UsersTable } from './tables.js';
 import { encodeUserKey } from './tables.js';
 
 function toMillis(value: number | string): number {
@@ -28,6 +35,7 @@ export function toApplicationRecord(row: Selectable<ApplicationsTable>): Applica
       row.external_token_validation === null
         ? null
         : (JSON.parse(row.external_token_validation) as Record<string, unknown>),
+    scimProvider: row.scim_provider,
     createdAt: toMillis(row.created_at),
     updatedAt: toMillis(row.updated_at),
     etag: row.etag,
@@ -45,6 +53,7 @@ export function toApplicationRow(record: ApplicationRecord): Insertable<Applicat
       record.externalTokenValidation === null
         ? null
         : JSON.stringify(record.externalTokenValidation),
+    scim_provider: record.scimProvider,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     etag: record.etag,
@@ -52,19 +61,25 @@ export function toApplicationRow(record: ApplicationRecord): Insertable<Applicat
 }
 
 /** The columns a UserRecord is read from. */
-export type UserRow = Omit<Selectable<UsersTable>, 'user_key' | 'email_normalized'>;
+export type UserRow = Omit<
+  Selectable<UsersTable>,
+  'user_key' | 'email_normalized' | 'identifier_folded'
+>;
 
 export function toUserRecord(row: UserRow): UserRecord {
   return {
     clientId: row.application,
     provider: row.provider,
     identifier: row.identifier,
+    id: row.id,
     name: row.name,
     avatar: row.avatar,
     email: row.email,
     locale: row.locale,
     roles: JSON.parse(row.roles) as string[],
     scopes: JSON.parse(row.scopes) as string[],
+    active: row.active === 1,
+    externalId: row.external_id,
     createdAt: toMillis(row.created_at),
     updatedAt: toMillis(row.updated_at),
     etag: row.etag,
@@ -84,6 +99,34 @@ export function toUserRow(record: UserRecord): Insertable<UsersTable> {
     locale: record.locale,
     roles: JSON.stringify(record.roles),
     scopes: JSON.stringify(record.scopes),
+    active: record.active ? 1 : 0,
+    external_id: record.externalId,
+    identifier_folded: foldAsciiCase(record.identifier),
+    id: record.id,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    etag: record.etag,
+  };
+}
+
+export function toGroupRecord(row: Selectable<ScimGroupsTable>): GroupRecord {
+  return {
+    clientId: row.application,
+    id: row.id,
+    displayName: row.display_name,
+    externalId: row.external_id,
+    createdAt: toMillis(row.created_at),
+    updatedAt: toMillis(row.updated_at),
+    etag: row.etag,
+  };
+}
+
+export function toGroupRow(record: GroupRecord): Insertable<ScimGroupsTable> {
+  return {
+    application: record.clientId,
+    id: record.id,
+    display_name: record.displayName,
+    external_id: record.externalId,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     etag: record.etag,

@@ -11,6 +11,12 @@ export interface WriteOptions {
    * writes whose condition reads other rows, e.g. "insert only when the table is empty".
    */
   serializable?: boolean;
+  /**
+   * Every statement must change at least one row (conditional writes on versions): when one
+   * changes none, the whole transaction is rolled back and write() rejects with
+   * ConditionFailedError.
+   */
+  everyStatementChanges?: boolean;
 }
 
 export interface SqlExecutor {
@@ -37,4 +43,8 @@ export interface SqlExecutor {
 export interface SqlFlavor {
   /** True when the JSON array text in `column` contains the string `value`. */
   jsonArrayContains(column: 'users.roles' | 'users.scopes', value: string): Expression<SqlBool>;
+  /** True when `text` contains `part` (both non-null), comparing code points exactly. */
+  contains(text: Expression<string>, part: unknown): Expression<SqlBool>;
+  /** `text` with A–Z folded to a–z and nothing else, ordered by bytes. */
+  asciiLower(text: Expression<string>): Expression<string>;
 }

@@ -2,6 +2,7 @@ import type { Store } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
+import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
 import { SqlUserRepository } from './sql-users.js';
@@ -10,6 +11,7 @@ import { SqlUserRepository } from './sql-users.js';
 export class SqlStore implements Store {
   readonly applications: SqlApplicationRepository;
   readonly users: SqlUserRepository;
+  readonly groups: SqlGroupRepository;
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
   readonly signingKeys: SqlSigningKeyRepository;
@@ -19,6 +21,7 @@ export class SqlStore implements Store {
     this.kind = sql.kind;
     this.applications = new SqlApplicationRepository(sql);
     this.users = new SqlUserRepository(sql);
+    this.groups = new SqlGroupRepository(sql, this.users);
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);

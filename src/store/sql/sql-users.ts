@@ -3,6 +3,8 @@ import type {
   UserFilter,
   UserIdentity,
   UserPosition,
+  UserQuery,
+  UserQueryPage,
   UserRecord,
   UserRepository,
 } from '../store.js';
@@ -10,11 +12,16 @@ import type { CompiledQuery, Insertable, Updateable } from 'kysely';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
 import { type UserRow, normalizeEmail, toUserRecord, toUserRow } from './rows.js';
+import { compileUserPredicate, predicateShape, predicateValues } from './sql-user-query.js';
 import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
 
-// Rows per INSERT statement: 14 parameters a row stays below SQLite's limit of 32,766 bound
+// Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
 // parameters and PostgreSQL's of 65,535.
 const ROWS_PER_INSERT = 1000;
+// Ids per IN list when users are read by id.
+const IDS_PER_SELECT = 500;
+// Distinct query shapes kept compiled; past this many the cache starts over.
+const QUERY_SHAPES_KEPT = 500;
 
 /** Every column of a users row, in the order precompiled writes bind them. */
 const ROW_COLUMNS = [
@@ -29,6 +36,10 @@ const ROW_COLUMNS = [
   'locale',
   'roles',
   'scopes',
+  'active',
+  'external_id',
+  'identifier_folded',
+  'id',
   'created_at',
   'updated_at',
   'etag',
@@ -40,17 +51,11 @@ function columnsWithout(...excluded: Column[]): Column[] {
   return ROW_COLUMNS.filter((column) => !excluded.includes(column));
 }
 
-/** What a user record is made of; the derived columns (user_key, email_normalized) are not read. */
-const USER_COLUMNS = columnsWithout('user_key', 'email_normalized');
+/** What a user record is made of; the derived columns are not read. */
+const USER_COLUMNS = columnsWithout('user_key', 'email_normalized', 'identifier_folded');
 
-/** The columns a replace changes: all but the identity and the creation time. */
-const CHANGED_COLUMNS = columnsWithout(
-  'application',
-  'user_key',
-  'provider',
-  'identifier',
-  'created_at',
-);
+/** The columns a replace changes: all but the application, the id and the creation time. */
+const CHANGED_COLUMNS = columnsWithout('application', 'id', 'created_at');
 
 /** `{ column: arg(i) }` for the columns, in order from `first`. */
 function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
@@ -59,8 +64,10 @@ function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
 
 export class SqlUserRepository implements UserRepository {
   readonly #findUser;
+  readonly #findUserById;
   readonly #insertUser;
   readonly #replaceUser;
+  readonly #queries = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
   /** Inserts ROWS_PER_INSERT users; compiled on the first bulk insert that fills one. */
   #insertFullChunk: ((...args: unknown[]) => CompiledQuery) | undefined;
   readonly #pages = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
@@ -73,6 +80,13 @@ export class SqlUserRepository implements UserRepository {
         .where('application', '=', arg<string>(0))
         .where('user_key', '=', arg<string>(1)),
     );
+    this.#findUserById = precompile((arg) =>
+      sql.db
+        .selectFrom('users')
+        .select(USER_COLUMNS)
+        .where('application', '=', arg<string>(0))
+        .where('id', '=', arg<string>(1)),
+    );
     this.#insertUser = precompile((arg) =>
       sql.db
         .insertInto('users')
@@ -83,7 +97,7 @@ export class SqlUserRepository implements UserRepository {
         .updateTable('users')
         .set(boundColumns(CHANGED_COLUMNS, arg) as Updateable<UsersTable>)
         .where('application', '=', arg<string>(CHANGED_COLUMNS.length))
-        .where('user_key', '=', arg<string>(CHANGED_COLUMNS.length + 1))
+        .where('id', '=', arg<string>(CHANGED_COLUMNS.length + 1))
         .where('etag', '=', arg<string>(CHANGED_COLUMNS.length + 2)),
     );
   }
@@ -131,6 +145,68 @@ export class SqlUserRepository implements UserRepository {
     return rows[0] && toUserRecord(rows[0]);
   }
 
+  async findUserById(clientId: string, id: string): Promise<UserRecord | undefined> {
+    const rows = await this.sql.select(this.#findUserById(clientId, id));
+    return rows[0] && toUserRecord(rows[0]);
+  }
+
+  async findUsersByIds(clientId: string, ids: readonly string[]): Promise<UserRecord[]> {
+    const users: UserRecord[] = [];
+    const unique = [...new Set(ids)];
+    for (let start = 0; start < unique.length; start += IDS_PER_SELECT) {
+      const rows = await this.sql.select(
+        this.sql.db
+          .selectFrom('users')
+          .select(USER_COLUMNS)
+          .where('application', '=', clientId)
+          .where('id', 'in', unique.slice(start, start + IDS_PER_SELECT))
+          .compile(),
+      );
+      users.push(...rows.map(toUserRecord));
+    }
+    return users;
+  }
+
+  async queryUsers(query: UserQuery, page: UserQueryPage): Promise<UserRecord[]> {
+    const paged = page.offset === undefined ? (page.after === null ? 'first' : 'after') : 'offset';
+    const shape = `${predicateShape(query.predicate)}|${paged}`;
+    let compiled = this.#queries.get(shape);
+    if (compiled === undefined) {
+      compiled = precompile((arg) => {
+        let next = FIXED_QUERY_ARGUMENTS;
+        let built = this.queried(query, arg, () => arg(next++));
+        // Within one provider, user_key order is identifier byte order.
+        if (paged === 'after') built = built.where('user_key', '>', arg<string>(next++));
+        let ordered = built.select(USER_COLUMNS).orderBy('user_key').limit(arg<number>(next++));
+        if (paged === 'offset') ordered = ordered.offset(arg<number>(next++));
+        return ordered;
+      });
+      if (this.#queries.size >= QUERY_SHAPES_KEPT) this.#queries.clear();
+      this.#queries.set(shape, compiled);
+    }
+    const args = queryArguments(query);
+    if (paged === 'after') args.push(encodeUserKey(query.provider, page.after!));
+    args.push(page.limit);
+    if (paged === 'offset') args.push(page.offset);
+    const rows = await this.sql.select(compiled(...args));
+    return rows.map(toUserRecord);
+  }
+
+  async countQueriedUsers(query: UserQuery): Promise<number> {
+    const args = queryArguments(query);
+    let next = FIXED_QUERY_ARGUMENTS;
+    const [row] = await this.sql.select(
+      this.queried(
+        query,
+        (index) => args[index] as never,
+        () => args[next++],
+      )
+        .select((eb) => eb.fn.countAll<number | string>().as('count'))
+        .compile(),
+    );
+    return Number(row?.count ?? 0);
+  }
+
   async listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
     // One compiled query per combination of filters (and first or later page).
     const shape = `${filterShape(filter)}${page.after === null ? '' : 'after'}`;
@@ -160,16 +236,19 @@ export class SqlUserRepository implements UserRepository {
   }
 
   async replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean> {
-    const row = toUserRow(next);
-    const [changed] = await this.sql.write([
-      this.#replaceUser(
-        ...CHANGED_COLUMNS.map((column) => row[column]),
-        row.application,
-        row.user_key,
-        expectedEtag,
-      ),
-    ]);
+    const [changed] = await this.sql.write([this.replaceStatement(next, expectedEtag)]);
     return changed === 1;
+  }
+
+  /** The conditional UPDATE of replaceUser, for transactions that change several rows. */
+  replaceStatement(next: UserRecord, expectedEtag: string): CompiledQuery {
+    const row = toUserRow(next);
+    return this.#replaceUser(
+      ...CHANGED_COLUMNS.map((column) => row[column]),
+      row.application,
+      row.id,
+      expectedEtag,
+    );
   }
 
   async deleteUser(identity: UserIdentity, expectedEtag: string): Promise<boolean> {
@@ -201,8 +280,55 @@ export class SqlUserRepository implements UserRepository {
     if (filter.scope !== null) {
       query = query.where(this.sql.flavor.jsonArrayContains('users.scopes', arg<string>(SCOPE)));
     }
+    if (filter.active !== null) {
+      query = query.where('active', '=', arg<number>(ACTIVE));
+    }
     return query;
   }
+
+  /**
+   * The users of one provider of one application matching the predicate. The application,
+   * the provider and its key range come from `arg` 0–3; the predicate's values from `bind`, in
+   * order. The key range lets the primary key serve the identifier order.
+   */
+  private queried(query: UserQuery, arg: Parameter, bind: () => unknown) {
+    let built = this.sql.db
+      .selectFrom('users')
+      .where('application', '=', arg<string>(0))
+      .where('provider', '=', arg<string>(1));
+    // Without an equality an index serves, the primary key's range of the provider is the
+    // cheapest path (and gives the order). With one, that range would lure the planner away
+    // from the index: `userName eq` must be a lookup, not a walk through the provider.
+    if (!hasIndexedEquality(query.predicate)) {
+      built = built.where('user_key', '>=', arg<string>(2)).where('user_key', '<', arg<string>(3));
+    }
+    return built.where((eb) => compileUserPredicate(eb, query.predicate, this.sql.flavor, bind));
+  }
+}
+
+const FIXED_QUERY_ARGUMENTS = 4;
+
+/** Attributes with an index (application, provider, …) or (application, id). */
+const INDEXED = new Set(['identifier', 'externalId', 'id']);
+
+/** True when the predicate requires `eq` on an indexed attribute (alone or in an AND). */
+function hasIndexedEquality(predicate: UserQuery['predicate']): boolean {
+  if (predicate.kind === 'compare') {
+    return predicate.operator === 'eq' && INDEXED.has(predicate.attribute);
+  }
+  return predicate.kind === 'and' && predicate.operands.some(hasIndexedEquality);
+}
+
+/** The values `queried` binds: application, provider, the provider's key range, then the predicate's. */
+function queryArguments(query: UserQuery): unknown[] {
+  const range = providerKeyRange(query.provider);
+  return [
+    query.clientId,
+    query.provider,
+    range.from,
+    range.to,
+    ...predicateValues(query.predicate),
+  ];
 }
 
 // Positions of the values a user query binds (filterArguments).
@@ -212,8 +338,9 @@ const PROVIDER_TO = 2;
 const EMAIL = 3;
 const ROLE = 4;
 const SCOPE = 5;
-const AFTER = 6;
-const LIMIT = 7;
+const ACTIVE = 6;
+const AFTER = 7;
+const LIMIT = 8;
 
 function filterArguments(filter: UserFilter, after: UserPosition | null, limit: number): unknown[] {
   const range = filter.provider === null ? null : providerKeyRange(filter.provider);
@@ -224,13 +351,14 @@ function filterArguments(filter: UserFilter, after: UserPosition | null, limit: 
     filter.email === null ? null : normalizeEmail(filter.email),
     filter.role,
     filter.scope,
+    filter.active === null ? null : filter.active ? 1 : 0,
     after === null ? null : encodeUserKey(after.provider, after.identifier),
     limit,
   ];
 }
 
 function filterShape(filter: UserFilter): string {
-  return [filter.provider, filter.email, filter.role, filter.scope]
+  return [filter.provider, filter.email, filter.role, filter.scope, filter.active]
     .map((value) => (value === null ? '-' : '+'))
     .join('');
 }

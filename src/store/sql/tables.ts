@@ -9,6 +9,7 @@ export interface ApplicationsTable {
   jwt_expiration_in_minutes: number;
   /** JSON text, or null. */
   external_token_validation: string | null;
+  scim_provider: string | null;
   /** Epoch milliseconds (PostgreSQL returns BIGINT as a string, hence the union). */
   created_at: number | string;
   updated_at: number | string;
@@ -29,6 +30,22 @@ export interface UsersTable {
   /** JSON array text. */
   roles: string;
   scopes: string;
+  /** 1 or 0. */
+  active: number;
+  external_id: string | null;
+  /** The identifier with A–Z folded to a–z (case-insensitive userName lookups). */
+  identifier_folded: string;
+  id: string;
+  created_at: number | string;
+  updated_at: number | string;
+  etag: string;
+}
+
+export interface ScimGroupsTable {
+  application: string;
+  id: string;
+  display_name: string;
+  external_id: string | null;
   created_at: number | string;
   updated_at: number | string;
   etag: string;
@@ -70,6 +87,7 @@ export interface SigningKeysTable {
 export interface Tables {
   applications: ApplicationsTable;
   users: UsersTable;
+  scim_groups: ScimGroupsTable;
   api_keys: ApiKeysTable;
   settings: SettingsTable;
   signing_keys: SigningKeysTable;

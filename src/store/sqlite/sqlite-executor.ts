@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
 import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
-import type { SqlExecutor, SqlFlavor } from '../sql/sql-executor.js';
+import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { Tables } from '../sql/tables.js';
-import { StoreUnavailableError } from '../errors.js';
+import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
@@ -11,6 +11,9 @@ import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 const sqliteFlavor: SqlFlavor = {
   jsonArrayContains: (column, value) =>
     sql<boolean>`exists (select 1 from json_each(${sql.ref(column)}) where json_each.value = ${value})`,
+  contains: (text, part) => sql<boolean>`instr(${text}, ${part}) > 0`,
+  // SQLite's lower() folds ASCII letters only.
+  asciiLower: (text) => sql<string>`lower(${text})`,
 };
 
 // Query shapes are few (filters combine in at most 16 ways) but IN-lists vary in length;
@@ -71,11 +74,17 @@ export class SqliteExecutor implements SqlExecutor {
     }
   }
 
-  write(statements: readonly CompiledQuery[]): Promise<number[]> {
+  write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     // WriteOptions.serializable needs nothing here: with one writer connection, SQLite
-    // transactions are serializable already.
+    // transactions are serializable already. A throw inside the work rolls back its savepoint.
     return this.#batcher.run(() =>
-      statements.map((query) => this.#prepare(query.sql).run(...query.parameters).changes),
+      statements.map((query) => {
+        const changes = this.#prepare(query.sql).run(...query.parameters).changes;
+        if (changes === 0 && options.everyStatementChanges === true) {
+          throw new ConditionFailedError('a conditional statement changed no row');
+        }
+        return changes;
+      }),
     );
   }
 

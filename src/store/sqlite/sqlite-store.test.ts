@@ -37,6 +37,7 @@ function application(clientId: string, overrides: Partial<ApplicationRecord> = {
     mode: 'internal',
     jwtExpirationInMinutes: 60,
     externalTokenValidation: null,
+    scimProvider: null,
     createdAt: T0,
     updatedAt: T0,
     etag: `${clientId}-1`,

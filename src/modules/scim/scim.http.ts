@@ -1,0 +1,105 @@
+// The SCIM edge's HTTP pieces: its scope under /scim/v2/<client_id> (Bearer or apikey keys,
+// application/scim+json bodies, the rate limit, its own 404/405), and the one place SCIM error
+// bodies are made (RFC 7644 §3.12) from every failure: SCIM's own, the services' problems,
+// Fastify's and the store's.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { registerAuthentication, type Authenticate } from '../../http/auth.js';
+import type { AuthFailureLimiter } from '../../http/auth-failures.js';
+import { JSON_MEDIA_TYPE, registerJsonBodies } from '../../http/content-types.js';
+import { toProblem } from '../../http/error-handler.js';
+import { type RateLimitOptions, registerRateLimit } from '../../http/rate-limit.js';
+import { requestPath } from '../../http/request-path.js';
+import type { RouteIndex } from '../../http/route-index.js';
+import { ERROR_SCHEMA } from './scim.catalog.js';
+import { ScimError, type ScimType } from './scim.errors.js';
+import { SCIM_MEDIA_TYPE } from './scim.schemas.js';
+
+export const SCIM_PREFIX = '/scim/v2/:client_id';
+
+const SCIM_TYPES: Partial<Record<string, ScimType>> = {
+  'validation-failed': 'invalidValue',
+  'malformed-request': 'invalidSyntax',
+  conflict: 'uniqueness',
+};
+
+/** Any failure → the SCIM error to send, with the headers it needs (Retry-After, Allow…). */
+export function toScimError(error: unknown): { error: ScimError; headers: Record<string, string> } {
+  if (error instanceof ScimError) return { error, headers: {} };
+  const failure = toProblem(error);
+  return {
+    error: new ScimError(failure.status, SCIM_TYPES[failure.kind] ?? null, failure.detail),
+    headers: failure.headers,
+  };
+}
+
+export function sendScimError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: ScimError,
+  headers: Record<string, string> = {},
+) {
+  const detail =
+    error.status >= 500 && error.status !== 503
+      ? `An unexpected error occurred. Quote request id ${request.id}.`
+      : error.detail;
+  const body = {
+    schemas: [ERROR_SCHEMA],
+    status: String(error.status),
+    ...(error.scimType === null ? {} : { scimType: error.scimType }),
+    detail,
+  };
+  return reply
+    .status(error.status)
+    .headers(headers)
+    .header('content-type', SCIM_MEDIA_TYPE)
+    .send(Buffer.from(JSON.stringify(body)));
+}
+
+/** Sends a SCIM representation or message. */
+export function sendScim(reply: FastifyReply, status: number, body: unknown) {
+  return reply.code(status).type(SCIM_MEDIA_TYPE).send(body);
+}
+
+/** Scheme, host and path of this application's SCIM service: the base of meta.location. */
+export function baseUrl(request: FastifyRequest, clientId: string): string {
+  return `${request.protocol}://${request.host}/scim/v2/${encodeURIComponent(clientId)}`;
+}
+
+/** Sets up the SCIM scope's cross-cutting pieces; routes are added by the caller. */
+export async function prepareScimScope(
+  scope: FastifyInstance,
+  deps: {
+    authenticate: Authenticate;
+    /** Failed authentication per address, counted with the API's. */
+    failures: AuthFailureLimiter;
+    rateLimit: RateLimitOptions;
+    routes: RouteIndex;
+  },
+): Promise<void> {
+  registerJsonBodies(scope, [SCIM_MEDIA_TYPE, JSON_MEDIA_TYPE]);
+  // SCIM clients send `Authorization: Bearer <token>`; the token here is a Tessera API key.
+  registerAuthentication(scope, deps.authenticate, deps.failures, {
+    accepted: ['bearer', 'apikey'],
+    challenge: 'Bearer',
+  });
+  await registerRateLimit(scope, deps.rateLimit);
+
+  scope.setErrorHandler(function handleScimError(error, request, reply) {
+    const { error: failure, headers } = toScimError(error);
+    if (failure.status >= 500) request.log.error({ err: error }, 'SCIM request failed');
+    return sendScimError(request, reply, failure, headers);
+  });
+
+  scope.setNotFoundHandler(function handleUnknownScimRoute(request, reply) {
+    const allowed = deps.routes.allowedMethods(requestPath(request));
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      const detail = `${request.method} is not supported here; use ${allowed.join(', ')}.`;
+      return sendScimError(request, reply, new ScimError(405, null, detail), {
+        allow: allowed.join(', '),
+      });
+    }
+    const detail = `No SCIM endpoint ${request.method} ${requestPath(request).slice(0, 200)}.`;
+    return sendScimError(request, reply, new ScimError(404, null, detail));
+  });
+}

@@ -1,0 +1,322 @@
+// SCIM 2.0 at /scim/v2/<client_id>: discovery and Users. Groups are in scim-groups.routes.ts.
+
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { CursorCodec } from '../../http/pagination.js';
+import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
+import { ProblemError } from '../../problems.js';
+import type { GroupRecord, UserQueryPage, UserRecord } from '../../store/store.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  listResponse,
+  resourceTypes,
+  schemas,
+  serviceProviderConfig,
+} from './scim.discovery.js';
+import { scimBadRequest } from './scim.errors.js';
+import { baseUrl, sendScim } from './scim.http.js';
+import { readOperations } from './scim.patch.js';
+import { type Projection, project, readProjection } from './scim.projection.js';
+import {
+  ListQuery,
+  ProjectionQuery,
+  ResourceParams,
+  SCIM_MEDIA_TYPE,
+  ScimBody,
+  ScimParams,
+  ScimResponse,
+  scimErrors,
+  scimSecurity,
+} from './scim.schemas.js';
+import type { ScimScope, ScimService } from './scim.service.js';
+import { toScimUser } from './scim.users.js';
+
+const tags = ['scim'];
+
+/** One page of a list: index paging (startIndex, count) or cursor paging (RFC 9865). */
+export interface ListPaging {
+  /** Index mode: the 1-based index of the first row. Null in cursor mode. */
+  startIndex: number | null;
+  /** Cursor mode: the decoded position, or null for the first page. */
+  after: string | null;
+  count: number;
+}
+
+export function readPaging(
+  query: ListQuery,
+  cursors: CursorCodec,
+  cursorScope: string,
+): ListPaging {
+  if (query.sortBy !== undefined || query.sortOrder !== undefined) {
+    throw scimBadRequest('invalidValue', 'Sorting is not supported (see /ServiceProviderConfig).');
+  }
+  const count = Math.min(Math.max(query.count ?? DEFAULT_PAGE_SIZE, 0), MAX_PAGE_SIZE);
+  if (query.cursor === undefined)
+    return { startIndex: Math.max(query.startIndex ?? 1, 1), after: null, count };
+  if (query.startIndex !== undefined) {
+    throw scimBadRequest('invalidValue', 'Use either startIndex or cursor, not both.');
+  }
+  if (query.cursor === '') return { startIndex: null, after: null, count };
+  let decoded: unknown;
+  try {
+    decoded = cursors.decode(cursorScope, query.cursor);
+  } catch (error) {
+    if (error instanceof ProblemError) {
+      throw scimBadRequest(
+        'invalidCursor',
+        'The cursor was not issued for this list (malformed or altered).',
+      );
+    }
+    throw error;
+  }
+  if (typeof decoded !== 'string')
+    throw scimBadRequest('invalidCursor', 'The cursor is not valid.');
+  return { startIndex: null, after: decoded, count };
+}
+
+/** A ListResponse for a page; `positionOf` gives the cursor position of the last item. */
+export function pagedResponse<T>(options: {
+  paging: ListPaging;
+  items: T[];
+  total: number;
+  render: (item: T) => Record<string, unknown>;
+  positionOf: (item: T) => string;
+  cursors: CursorCodec;
+  cursorScope: string;
+}) {
+  const { paging, total } = options;
+  const items = options.items.slice(0, paging.count);
+  const resources = items.map(options.render);
+  if (paging.startIndex !== null)
+    return listResponse(resources, { totalResults: total, startIndex: paging.startIndex });
+  const last = items.at(-1);
+  const more = options.items.length > paging.count && last !== undefined;
+  const { startIndex: _unused, ...response } = listResponse(resources, { totalResults: total });
+  return {
+    ...response,
+    ...(more
+      ? { nextCursor: options.cursors.encode(options.cursorScope, options.positionOf(last)) }
+      : {}),
+  };
+}
+
+export function registerScimRoutes(
+  app: FastifyInstance,
+  deps: { scim: ScimService; cursors: CursorCodec },
+): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { scim, cursors } = deps;
+
+  const render =
+    (request: FastifyRequest, clientId: string, groups: GroupRecord[], projection: Projection) =>
+    (user: UserRecord) =>
+      project(toScimUser(user, groups, baseUrl(request, clientId)), projection);
+
+  async function sendUser(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    scope: ScimScope,
+    user: UserRecord,
+    status = 200,
+  ) {
+    const clientId = scope.application.clientId;
+    const groups = await scim.groupsOf(scope);
+    const query = request.query as ProjectionQuery;
+    const body = render(
+      request,
+      clientId,
+      groups,
+      readProjection(query.attributes, query.excludedAttributes),
+    )(user);
+    reply.type(SCIM_MEDIA_TYPE);
+    if (status === 201) reply.header('location', (body.meta as { location: string }).location);
+    return sendVersioned(request, reply, user.etag, body, status);
+  }
+
+  const discovery = (path: string, summary: string, build: (base: string) => unknown) =>
+    api.get(
+      path,
+      {
+        config: { role: 'users:read' },
+        schema: {
+          tags,
+          summary,
+          security: scimSecurity,
+          params: ScimParams,
+          response: { 200: ScimResponse(summary), ...scimErrors() },
+        },
+      },
+      async function serveDiscovery(request, reply) {
+        await scim.scopeOf(request.params.client_id);
+        return sendScim(reply, 200, build(baseUrl(request, request.params.client_id)));
+      },
+    );
+  discovery('/ServiceProviderConfig', 'What this SCIM service supports', serviceProviderConfig);
+  discovery('/ResourceTypes', 'The resource types (User, Group)', (base) =>
+    listResponse(resourceTypes(base)),
+  );
+  discovery('/Schemas', 'The schemas of User and Group', (base) => listResponse(schemas(base)));
+
+  api.get(
+    '/Users',
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        summary: 'List or filter users (index or cursor paging)',
+        security: scimSecurity,
+        params: ScimParams,
+        querystring: ListQuery,
+        response: { 200: ScimResponse('A ListResponse'), ...scimErrors() },
+      },
+    },
+    async function listScimUsers(request, reply) {
+      const { client_id: clientId } = request.params;
+      const scope = await scim.scopeOf(clientId);
+      const cursorScope = JSON.stringify(['scim-users', clientId, request.query.filter ?? null]);
+      const paging = readPaging(request.query, cursors, cursorScope);
+      const projection = readProjection(request.query.attributes, request.query.excludedAttributes);
+      const page: UserQueryPage =
+        paging.startIndex === null
+          ? { after: paging.after, limit: paging.count + 1 }
+          : { offset: paging.startIndex - 1, limit: paging.count };
+      const { users, total, groups } = await scim.listUsers(scope, request.query.filter, page);
+      return sendScim(
+        reply,
+        200,
+        pagedResponse({
+          paging,
+          items: users,
+          total,
+          render: render(request, clientId, groups, projection),
+          positionOf: (user) => user.identifier,
+          cursors,
+          cursorScope,
+        }),
+      );
+    },
+  );
+
+  api.post(
+    '/Users',
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        summary: 'Provision a user',
+        security: scimSecurity,
+        params: ScimParams,
+        querystring: ProjectionQuery,
+        body: ScimBody,
+        response: {
+          201: ScimResponse('The user', ['location', 'etag']),
+          ...scimErrors(409, 413, 415),
+        },
+      },
+    },
+    async function createScimUser(request, reply) {
+      const scope = await scim.scopeOf(request.params.client_id);
+      const user = await scim.createUser(scope, request.body);
+      return sendUser(request, reply, scope, user, 201);
+    },
+  );
+
+  api.get(
+    '/Users/:id',
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        summary: 'Get a user',
+        security: scimSecurity,
+        params: ResourceParams,
+        querystring: ProjectionQuery,
+        response: {
+          200: ScimResponse('The user', ['etag']),
+          304: { description: 'Not modified', type: 'null' },
+          ...scimErrors(),
+        },
+      },
+    },
+    async function getScimUser(request, reply) {
+      const scope = await scim.scopeOf(request.params.client_id);
+      const user = await scim.findUser(scope, request.params.id);
+      return sendUser(request, reply, scope, user);
+    },
+  );
+
+  api.put(
+    '/Users/:id',
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        summary: 'Replace a user (active left out keeps its value)',
+        security: scimSecurity,
+        params: ResourceParams,
+        querystring: ProjectionQuery,
+        body: ScimBody,
+        response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
+      },
+    },
+    async function replaceScimUser(request, reply) {
+      const scope = await scim.scopeOf(request.params.client_id);
+      const user = await scim.replaceUser(
+        scope,
+        request.params.id,
+        request.body,
+        ifMatchCondition(request),
+      );
+      return sendUser(request, reply, scope, user);
+    },
+  );
+
+  api.patch(
+    '/Users/:id',
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        summary: 'Change a user (PatchOp)',
+        security: scimSecurity,
+        params: ResourceParams,
+        querystring: ProjectionQuery,
+        body: ScimBody,
+        response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
+      },
+    },
+    async function patchScimUser(request, reply) {
+      const { client_id: clientId, id } = request.params;
+      const scope = await scim.scopeOf(clientId);
+      const operations = readOperations(request.body);
+      const user = await scim.patchUser(
+        scope,
+        id,
+        operations,
+        ifMatchCondition(request),
+        baseUrl(request, clientId),
+      );
+      return sendUser(request, reply, scope, user);
+    },
+  );
+
+  api.delete(
+    '/Users/:id',
+    {
+      config: { role: 'users:write' },
+      schema: {
+        tags,
+        summary: 'Delete a user',
+        security: scimSecurity,
+        params: ResourceParams,
+        response: { 204: { description: 'Deleted', type: 'null' }, ...scimErrors(412) },
+      },
+    },
+    async function deleteScimUser(request, reply) {
+      const scope = await scim.scopeOf(request.params.client_id);
+      await scim.deleteUser(scope, request.params.id, ifMatchCondition(request));
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,114 @@
+// The shapes of SCIM requests and responses, for validation and the OpenAPI document. SCIM
+// bodies are open-ended JSON (attributes in any case, extensions Tessera ignores), so bodies are
+// objects checked by the mapping code (scim.users.ts, scim.groups.ts, scim.patch.ts), which
+// answers invalidValue / invalidSyntax naming the member at fault.
+
+import { type Static, Type } from 'typebox';
+import { ClientId } from '../applications/applications.schemas.js';
+import { ERROR_SCHEMA } from './scim.catalog.js';
+import { MAX_PAGE_SIZE } from './scim.discovery.js';
+
+export const SCIM_MEDIA_TYPE = 'application/scim+json';
+
+export const ScimParams = Type.Object({ client_id: ClientId }, { additionalProperties: false });
+export type ScimParams = Static<typeof ScimParams>;
+
+export const ResourceParams = Type.Object(
+  { client_id: ClientId, id: Type.String({ minLength: 1, maxLength: 256 }) },
+  { additionalProperties: false },
+);
+export type ResourceParams = Static<typeof ResourceParams>;
+
+export const ProjectionQuery = Type.Object(
+  {
+    attributes: Type.Optional(Type.String({ maxLength: 2048, description: 'Comma-separated.' })),
+    excludedAttributes: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'Comma-separated.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ProjectionQuery = Static<typeof ProjectionQuery>;
+
+export const ListQuery = Type.Object(
+  {
+    ...ProjectionQuery.properties,
+    filter: Type.Optional(Type.String({ maxLength: 4096, description: 'RFC 7644 §3.4.2.2.' })),
+    startIndex: Type.Optional(
+      Type.Integer({ description: '1-based index paging; below 1 counts as 1.' }),
+    ),
+    count: Type.Optional(
+      Type.Integer({
+        description: `Page size; 0–${MAX_PAGE_SIZE} (larger asks get ${MAX_PAGE_SIZE}).`,
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description: 'RFC 9865: empty for the first page, then nextCursor.',
+      }),
+    ),
+    sortBy: Type.Optional(Type.String({ description: 'Not supported (400).' })),
+    sortOrder: Type.Optional(Type.String({ description: 'Not supported (400).' })),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+/** Any JSON object: SCIM resources and PatchOp messages, read by the SCIM mapping. */
+export const ScimBody = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  additionalProperties: true,
+  description: 'A SCIM resource or PatchOp message.',
+});
+
+export const ScimResource = Type.Object(
+  { schemas: Type.Array(Type.String()), id: Type.Optional(Type.String()) },
+  { additionalProperties: true, description: 'A SCIM resource or message (RFC 7643, RFC 7644).' },
+);
+
+export const ScimErrorBody = Type.Object({
+  schemas: Type.Array(Type.Literal(ERROR_SCHEMA)),
+  status: Type.String({ description: 'The HTTP status, as a string.' }),
+  scimType: Type.Optional(Type.String()),
+  detail: Type.String(),
+});
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Bad request (scimType names the problem)',
+  401: 'A valid API key is required (Bearer or apikey)',
+  403: 'The key lacks the role, or is restricted to other applications',
+  404: 'Not found (or SCIM is off for the application)',
+  409: 'userName or displayName taken (uniqueness)',
+  412: 'If-Match does not match meta.version',
+  413: 'Body larger than 256 KiB',
+  415: 'Send application/scim+json or application/json',
+  429: 'Too many requests for this key',
+  503: 'Store unavailable; retry',
+};
+
+/** SCIM error responses for these statuses (and those every SCIM route can give). */
+export function scimErrors(...statuses: number[]) {
+  const all = new Set([...statuses, 400, 401, 403, 404, 429, 503]);
+  return Object.fromEntries(
+    [...all].map((status) => [
+      status,
+      {
+        description: errorDescriptions[status]!,
+        content: { [SCIM_MEDIA_TYPE]: { schema: ScimErrorBody } },
+      },
+    ]),
+  );
+}
+
+export function ScimResponse(description: string, headers: string[] = []) {
+  return {
+    description,
+    ...(headers.length > 0
+      ? { headers: Object.fromEntries(headers.map((name) => [name, { type: 'string' }])) }
+      : {}),
+    content: { [SCIM_MEDIA_TYPE]: { schema: ScimResource } },
+  };
+}
+
+export const scimSecurity = [{ bearerApiKey: [] }];

@@ -1,0 +1,186 @@
+// SCIM Users of an application: the application's users of its SCIM provider. Domain in,
+// domain out: the routes turn records into SCIM representations and errors into SCIM errors.
+
+import { ProblemError } from '../../problems.js';
+import type { VersionCondition } from '../conditional-writes.js';
+import type {
+  ApplicationRecord,
+  GroupRecord,
+  Store,
+  UserQueryPage,
+  UserRecord,
+} from '../../store/store.js';
+import type { UserPredicate } from '../../store/user-predicate.js';
+import type { ApplicationsService } from '../applications/applications.service.js';
+import type { UserChanges, UsersService } from '../users/users.service.js';
+import { ScimError } from './scim.errors.js';
+import { parseFilter } from './scim.filter.js';
+import { type PatchOperation, patchUserView } from './scim.patch.js';
+import { toUserPredicate } from './scim.user-query.js';
+import { type ScimUserFields, toScimUser, userFieldsFrom } from './scim.users.js';
+
+type Json = Record<string, unknown>;
+
+/** An application with SCIM on, and the provider label of its SCIM users. */
+export interface ScimScope {
+  application: ApplicationRecord;
+  provider: string;
+}
+
+export interface UserPage {
+  users: UserRecord[];
+  total: number;
+  groups: GroupRecord[];
+}
+
+export class ScimService {
+  constructor(
+    private readonly deps: { store: Store; applications: ApplicationsService; users: UsersService },
+  ) {}
+
+  /** The application, when SCIM is on for it; 404 otherwise (whether it exists or not). */
+  async scopeOf(clientId: string): Promise<ScimScope> {
+    const application = await this.deps.applications
+      .findApplication(clientId)
+      .catch(notFoundAs(null));
+    const provider = application?.scimProvider ?? null;
+    if (application === null || provider === null) {
+      throw new ScimError(404, null, `SCIM is not enabled for application "${clientId}".`);
+    }
+    return { application, provider };
+  }
+
+  groupsOf(scope: ScimScope): Promise<GroupRecord[]> {
+    return this.deps.store.groups.listGroups(scope.application.clientId);
+  }
+
+  /** A page of the users matching `filter` (SCIM syntax), with the total and the groups to show. */
+  async listUsers(
+    scope: ScimScope,
+    filter: string | undefined,
+    page: UserQueryPage,
+  ): Promise<UserPage> {
+    const predicate: UserPredicate =
+      filter === undefined ? { kind: 'all' } : toUserPredicate(parseFilter(filter));
+    const query = { clientId: scope.application.clientId, provider: scope.provider, predicate };
+    const [users, groups] = await Promise.all([
+      page.limit === 0 ? Promise.resolve([]) : this.deps.users.queryUsers(query, page),
+      this.groupsOf(scope),
+    ]);
+    // A first page that is not full is everything: no count needed (every userName lookup).
+    const firstPage = page.offset === 0 || (page.offset === undefined && page.after === null);
+    const total =
+      firstPage && page.limit > 0 && users.length < page.limit
+        ? users.length
+        : await this.deps.users.countQueriedUsers(query);
+    return { users, total, groups };
+  }
+
+  /** The SCIM user with this id; 404 for another provider's user, as for a missing one. */
+  async findUser(scope: ScimScope, id: string): Promise<UserRecord> {
+    const user = await this.deps.users
+      .findUserById(scope.application.clientId, id)
+      .catch(notFoundAs(null));
+    if (user === null || user.provider !== scope.provider) throw userNotFound(id);
+    return user;
+  }
+
+  async createUser(scope: ScimScope, body: Json): Promise<UserRecord> {
+    const fields = userFieldsFrom(body);
+    await this.assertUserNameFree(scope, fields.identifier, null);
+    return this.deps.users.enrolUser({
+      clientId: scope.application.clientId,
+      provider: scope.provider,
+      identifier: fields.identifier,
+      name: fields.name,
+      avatar: fields.avatar,
+      email: fields.email,
+      locale: fields.locale,
+      roles: [],
+      scopes: [],
+      // Active unless the client says otherwise.
+      active: fields.active ?? true,
+      externalId: fields.externalId,
+    });
+  }
+
+  /** PUT: every SCIM attribute replaced; `active` left out keeps its value. */
+  async replaceUser(
+    scope: ScimScope,
+    id: string,
+    body: Json,
+    condition: VersionCondition,
+  ): Promise<UserRecord> {
+    await this.findUser(scope, id);
+    const fields = userFieldsFrom(body);
+    await this.assertUserNameFree(scope, fields.identifier, id);
+    return this.deps.users.updateUserById(scope.application.clientId, id, condition, () =>
+      changesOf(fields),
+    );
+  }
+
+  async patchUser(
+    scope: ScimScope,
+    id: string,
+    operations: readonly PatchOperation[],
+    condition: VersionCondition,
+    base: string,
+  ): Promise<UserRecord> {
+    const [current, groups] = await Promise.all([this.findUser(scope, id), this.groupsOf(scope)]);
+    const patched = (user: UserRecord) =>
+      userFieldsFrom(patchUserView(toScimUser(user, groups, base), operations));
+    const renamed = patched(current).identifier;
+    if (renamed !== current.identifier) await this.assertUserNameFree(scope, renamed, id);
+    return this.deps.users.updateUserById(scope.application.clientId, id, condition, (user) =>
+      changesOf(patched(user)),
+    );
+  }
+
+  async deleteUser(scope: ScimScope, id: string, condition: VersionCondition): Promise<void> {
+    await this.findUser(scope, id);
+    await this.deps.users.deleteUserById(scope.application.clientId, id, condition);
+  }
+
+  /** userName is unique per provider regardless of ASCII case (409 uniqueness otherwise). */
+  private async assertUserNameFree(scope: ScimScope, userName: string, exceptId: string | null) {
+    const clashes = await this.deps.users.queryUsers(
+      {
+        clientId: scope.application.clientId,
+        provider: scope.provider,
+        predicate: { kind: 'compare', attribute: 'identifier', operator: 'eq', value: userName },
+      },
+      { after: null, limit: 2 },
+    );
+    if (clashes.some((user) => user.id !== exceptId)) {
+      throw new ScimError(
+        409,
+        'uniqueness',
+        `A user with userName "${userName}" exists (userName ignores case).`,
+      );
+    }
+  }
+}
+
+function changesOf(fields: ScimUserFields): UserChanges {
+  return {
+    identifier: fields.identifier,
+    name: fields.name,
+    email: fields.email,
+    locale: fields.locale,
+    avatar: fields.avatar,
+    externalId: fields.externalId,
+    ...(fields.active === undefined ? {} : { active: fields.active }),
+  };
+}
+
+/** For .catch: a not-found problem becomes `value`; anything else is thrown again. */
+export function notFoundAs<T>(value: T): (error: unknown) => T {
+  return (error) => {
+    if (error instanceof ProblemError && error.kind === 'not-found') return value;
+    throw error;
+  };
+}
+
+export function userNotFound(id: string): ScimError {
+  return new ScimError(404, null, `No user with id "${id}".`);
+}
