@@ -26,4 +26,10 @@ export interface Scenario extends Load {
    * server replaying Tessera's answers.
    */
   peer?: Load;
+  /**
+   * Measured against this load on Tessera itself (a plain request of the same size), in
+   * alternation, instead of against the bare server: what a hostile request costs over a
+   * harmless one.
+   */
+  twin?: Load;
 }

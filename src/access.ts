@@ -15,9 +15,6 @@ export async function prepareAccess(deps: {
 }): Promise<void> {
   const { apiKeys, log } = deps;
   if (deps.bootstrapApiKey !== null) {
-    if (deps.bootstrapApiKey.length < 32) {
-      log.warn('IAM_BOOTSTRAP_API_KEY is shorter than 32 characters; use a long random secret');
-    }
     const { outcome, revokedPrevious } = await apiKeys.ensureBootstrapKey(deps.bootstrapApiKey);
     log.info({ outcome }, 'bootstrap API key ready');
     if (revokedPrevious) {

@@ -5,10 +5,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import { registerAuthentication } from './http/auth.js';
+import { AuthFailureLimiter } from './http/auth-failures.js';
 import { registerJsonBodies } from './http/content-types.js';
 import {
   answerConnect,
@@ -31,6 +37,7 @@ import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
 import { registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
+import { registerSigningKeyRoutes } from './modules/tokens/signing-keys.routes.js';
 import { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { TokenExchange } from './modules/tokens/token-exchange.service.js';
 import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
@@ -42,7 +49,7 @@ import { registerScimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
 import { UsersService } from './modules/users/users.service.js';
-import { problem } from './problems.js';
+import { type ProblemError, problem } from './problems.js';
 import type { Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
@@ -81,7 +88,12 @@ export function createServices(deps: {
   );
   const users = new UsersService({ store, clock });
   const applications = new ApplicationsService({ store, clock });
-  const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm });
+  const signingKeys = new SigningKeys({
+    store,
+    clock,
+    algorithm: tokens.algorithm,
+    secretKey: tokens.secretKey ?? null,
+  });
   const accessTokens = new AccessTokens({
     applications,
     users,
@@ -114,9 +126,12 @@ export interface AppOptions {
   logger: FastifyBaseLogger;
   /** Requests per minute per API key; 0: no limit. */
   rateLimitPerMinute: number;
-  /** Shared rate-limit counters (REDIS_URL); undefined: this instance's memory. */
+  /** Failed authentications per minute per client address (API keys, /oauth2/token); 0: no limit. */
+  authFailuresPerMinute: number;
+  /** Shared rate-limit and failure counters (REDIS_URL); undefined: this instance's memory. */
   rateLimitRedis?: Redis;
   rateLimitRedisPrefix?: string;
+  authFailuresRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
@@ -124,6 +139,51 @@ export interface AppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The CSP of /docs: @fastify/swagger-ui's, without outside hosts, framing or forms. */
+export function strictDocsPolicy(policy: string): string {
+  const directives = policy
+    .split(';')
+    .map((directive) => directive.trim())
+    .filter((directive) => directive !== '' && directive !== 'upgrade-insecure-requests')
+    .map((directive) =>
+      directive
+        .split(/\s+/)
+        .filter((token) => token !== 'https:' && token !== 'validator.swagger.io')
+        .join(' '),
+    )
+    .map((directive) =>
+      directive.startsWith('frame-ancestors ') || directive.startsWith('base-uri ')
+        ? `${directive.split(' ')[0]} 'none'`
+        : directive,
+    );
+  return [...directives, "form-action 'none'"].join('; ');
+}
+
+/** What makes a request unreadable whatever its route, or null. */
+function refuseMalformed(request: FastifyRequest): ProblemError | null {
+  const { raw } = request;
+  // HTTP/0.9 has no headers, so no Host, no key and no status line in the answer.
+  if (raw.httpVersionMajor === 0) {
+    return problem('http-version-not-supported', 'HTTP/0.9 is not supported; use HTTP/1.1.', {
+      headers: { connection: 'close' },
+    });
+  }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check answers
+  // with an empty body, so it is turned off (requireHostHeader) and done here instead.
+  if (raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    return problem('malformed-request', 'An HTTP/1.1 request needs a Host header.');
+  }
+  // Node keeps the first of two Authorization headers; which one a proxy or a log saw is
+  // then anyone's guess (RFC 9110 §5.3: it is not a list), so both are refused.
+  let authorizations = 0;
+  for (let index = 0; index < raw.rawHeaders.length; index += 2) {
+    if (raw.rawHeaders[index]!.toLowerCase() === 'authorization' && ++authorizations > 1) {
+      return problem('malformed-request', 'Send one Authorization header, not several.');
+    }
+  }
+  return null;
+}
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, services } = options;
@@ -176,10 +236,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
       return;
     }
-    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check answers
-    // with an empty body, so it is turned off (requireHostHeader) and done here instead.
-    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      done(problem('malformed-request', 'An HTTP/1.1 request needs a Host header.'));
+    const failure = refuseMalformed(request);
+    if (failure !== null) {
+      done(failure);
       return;
     }
     done();
@@ -226,6 +285,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     theme: { title: 'Tessera API reference' },
+    // The plugin's policy (hashes of its inline scripts), made strict: everything from this
+    // origin only, never framed (clickjacking), no form posts, no upgrade of plain-HTTP loopback.
+    staticCSP: true,
+    transformStaticCSP: strictDocsPolicy,
+    uiHooks: {
+      onRequest: function guardDocs(_request, reply, done) {
+        reply.header('x-frame-options', 'DENY');
+        reply.header('referrer-policy', 'no-referrer');
+        done();
+      },
+    },
   });
   // CONNECT (a proxy tunnel request) never reaches routing; without a listener Node drops
   // the connection silently.
@@ -238,9 +308,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return reply.redirect('/docs', 302);
   });
 
+  const failureLimiter = (purpose: string) =>
+    new AuthFailureLimiter({
+      perMinute: options.authFailuresPerMinute,
+      purpose,
+      ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+      ...(options.authFailuresRedisPrefix === undefined
+        ? {}
+        : { redisPrefix: options.authFailuresRedisPrefix }),
+    });
+
+  // API keys fail alike under /iam/api/v1 and /scim/v2: one count per address for both.
+  const apiKeyFailures = failureLimiter('api-key');
+
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
-  registerOAuthRoutes(app, services);
+  registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
 
   const cursors = new CursorCodec(
     await store.settings.getOrCreateSetting(
@@ -251,7 +334,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(
     async function api(scope) {
-      registerAuthentication(scope, (secret) => services.authenticator.authenticate(secret));
+      registerAuthentication(
+        scope,
+        (secret) => services.authenticator.authenticate(secret),
+        apiKeyFailures,
+      );
       await registerRateLimit(scope, {
         perMinute: options.rateLimitPerMinute,
         ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
@@ -263,6 +350,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerUserRoutes(scope, { users: services.users, cursors });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
+      registerSigningKeyRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );
@@ -278,6 +366,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     async function scim(scope) {
       await prepareScimScope(scope, {
         authenticate: (secret) => services.authenticator.authenticate(secret),
+        failures: apiKeyFailures,
         rateLimit,
         routes: routeIndex,
       });

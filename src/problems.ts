@@ -25,6 +25,7 @@ export const problemKinds = {
   'store-unavailable': { status: 503, title: 'Service unavailable' },
   'write-contention': { status: 503, title: 'Service busy' },
   'shutting-down': { status: 503, title: 'Service unavailable' },
+  'http-version-not-supported': { status: 505, title: 'HTTP version not supported' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ProblemKind = keyof typeof problemKinds;
@@ -107,6 +108,17 @@ function describeLocation(error: InvalidParam): string {
   if (error.header !== undefined) return `header ${error.header}`;
   if (error.pointer === '' || error.pointer === undefined) return 'the body';
   return `"${error.pointer.slice(1).replaceAll('/', '.')}"`;
+}
+
+/** Input echoed in an error is cut to this many characters. */
+export const MAX_ECHOED_INPUT = 200;
+
+/** A caller's input as an error may echo it: at most MAX_ECHOED_INPUT characters. */
+export function quoteInput(text: string): string {
+  if (text.length <= MAX_ECHOED_INPUT) return text;
+  return `${Array.from(text.slice(0, MAX_ECHOED_INPUT * 2))
+    .slice(0, MAX_ECHOED_INPUT)
+    .join('')}… (${text.length} characters)`;
 }
 
 export function toProblemBody(error: ProblemError, instance: string | undefined): ProblemBody {

@@ -8,12 +8,17 @@ import pino from 'pino';
 import { prepareAccess } from './access.js';
 import { buildApp, createServices } from './app.js';
 import { systemClock } from './clock.js';
-import type { Config } from './config.js';
+import { type Config, ConfigError } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
-import { openRateLimitRedis } from './http/rate-limit.js';
+import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
+import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
+import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
+import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/** How long start-up waits for Redis; past it the limits run as while Redis is away. */
+const REDIS_START_WAIT_MS = 2_000;
 
 export function packageVersion(): string {
   const manifest = JSON.parse(
@@ -48,34 +53,29 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     log: logger,
     tokens: config.tokens,
   });
-  if (config.tokens.allowInsecureJwks) {
-    logger.warn(
-      'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
-    );
-  }
-  const addedKey = await services.signingKeys.ensureSigningKey();
-  if (addedKey !== null) {
-    logger.info(
-      { kid: addedKey.kid, algorithm: addedKey.algorithm },
-      'created a token signing key',
-    );
-  }
+  warnAboutConfiguration(config, logger);
+  await prepareSigningKeys(services.signingKeys, logger);
   await prepareAccess({
     apiKeys: services.apiKeys,
     bootstrapApiKey: config.bootstrapApiKey,
     dataDir: config.dataDir,
     log: logger,
+  }).catch((error: unknown) => {
+    throw error instanceof BootstrapKeyRefusedError ? new ConfigError(error.message) : error;
   });
   const rateLimitRedis =
-    config.redisUrl === null || config.rateLimitPerMinute === 0
+    config.redisUrl === null ||
+    (config.rateLimitPerMinute === 0 && config.authFailuresPerMinute === 0)
       ? undefined
       : openRateLimitRedis(config.redisUrl, logger);
+  if (rateLimitRedis !== undefined) await waitForRedis(rateLimitRedis, REDIS_START_WAIT_MS);
   const version = packageVersion();
   const app = await buildApp({
     store,
     services,
     logger,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    authFailuresPerMinute: config.authFailuresPerMinute,
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version,
@@ -91,6 +91,49 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   );
   stopGracefullyOnSignals(app);
   return app;
+}
+
+/** One warning per risky setting, once, at start-up. */
+export function warnAboutConfiguration(config: Config, logger: pino.Logger): void {
+  if (config.tokens.allowInsecureJwks) {
+    logger.warn(
+      'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
+    );
+  }
+  if (config.issuerFromWildcardHost) {
+    logger.warn(
+      { issuer: config.tokens.issuer },
+      `HOST=${config.host} without IAM_ISSUER: access tokens carry iss ${config.tokens.issuer} and discovery points there, which no client can reach; set IAM_ISSUER to Tessera's public URL`,
+    );
+  }
+  if (config.tokens.secretKey === null) {
+    logger.warn(
+      'IAM_SECRET_KEY is not set: private signing keys are stored in clear in the database; set it (openssl rand -base64 32) to encrypt them',
+    );
+  }
+}
+
+/**
+ * Every stored private key must open with the configured IAM_SECRET_KEY (else start-up stops
+ * with one line); keys stored in clear are sealed when it is set; a first key is created.
+ */
+async function prepareSigningKeys(signingKeys: SigningKeys, logger: pino.Logger): Promise<void> {
+  const { sealed } = await signingKeys.sealStoredKeys().catch((error: unknown) => {
+    throw error instanceof SealedKeyError ? new ConfigError(error.message) : error;
+  });
+  if (sealed > 0) {
+    logger.info(
+      { count: sealed },
+      'encrypted the signing keys stored in clear with IAM_SECRET_KEY',
+    );
+  }
+  const addedKey = await signingKeys.ensureSigningKey();
+  if (addedKey !== null) {
+    logger.info(
+      { kid: addedKey.kid, algorithm: addedKey.algorithm },
+      'created a token signing key',
+    );
+  }
 }
 
 function stopGracefullyOnSignals(app: FastifyInstance): void {

@@ -188,6 +188,9 @@ describe('a resource server verifying Tessera access tokens with jose against th
     assert.equal(body.issuer, ISSUER);
     assert.equal(body.jwks_uri, `${ISSUER}/.well-known/jwks.json`);
     assert.equal(body.token_endpoint, `${ISSUER}/oauth2/token`);
+    // Required members of OpenID Connect Discovery 1.0 §3.
+    assert.deepEqual(body.response_types_supported, []);
+    assert.deepEqual(body.subject_types_supported, ['public']);
     assert.deepEqual(body.grant_types_supported, [
       'urn:ietf:params:oauth:grant-type:token-exchange',
     ]);

@@ -62,7 +62,7 @@ describe('start-up access (prepareAccess)', () => {
       assert.deepEqual(key.roles, [...ROLES]);
       assert.equal(key.applications, null);
       assert.equal(key.expiresAt, null);
-      assert.equal(await store.apiKeys.countApiKeys(), 1);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
       assert.deepEqual(readdirSync(dataDir), [ADMIN_KEY_FILE]);
     });
 
@@ -94,7 +94,7 @@ describe('start-up access (prepareAccess)', () => {
       const modified = statSync(path).mtimeMs;
       clock.advance(60_000);
       await prepare(null);
-      assert.equal(await store.apiKeys.countApiKeys(), 1);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
       assert.equal(readFileSync(path, 'utf8'), content);
       assert.equal(statSync(path).mtimeMs, modified);
       assert.deepEqual(readdirSync(dataDir), [ADMIN_KEY_FILE]);
@@ -112,7 +112,11 @@ describe('start-up access (prepareAccess)', () => {
         log,
       }),
     );
-    assert.equal(await store.apiKeys.countApiKeys(), 0, 'no key nobody can read');
+    assert.equal(
+      await store.apiKeys.countApiKeys({ includeRevoked: true }),
+      0,
+      'no key nobody can read',
+    );
     await prepare(null);
     const secret = readFileSync(join(dataDir, ADMIN_KEY_FILE), 'utf8').trim();
     assert.ok(await services.authenticator.authenticate(secret));
@@ -132,7 +136,7 @@ describe('start-up access (prepareAccess)', () => {
     });
     await prepare(null);
     assert.equal(existsSync(join(dataDir, ADMIN_KEY_FILE)), false);
-    assert.equal(await store.apiKeys.countApiKeys(), 1);
+    assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
   });
 
   describe('with a bootstrap key', () => {
@@ -144,7 +148,7 @@ describe('start-up access (prepareAccess)', () => {
       assert.equal(key.applications, null);
       assert.equal(key.expiresAt, null);
       assert.equal(key.secretDigest, digestSecret(BOOTSTRAP_SECRET));
-      assert.equal(await store.apiKeys.countApiKeys(), 1);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
       assert.deepEqual(readdirSync(dataDir), []);
       assert.ok(!logLines.join('').includes(BOOTSTRAP_SECRET));
     });
@@ -154,7 +158,7 @@ describe('start-up access (prepareAccess)', () => {
         await prepare(BOOTSTRAP_SECRET);
         clock.advance(1_000);
       }
-      assert.equal(await store.apiKeys.countApiKeys(), 1);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
       const key = await store.apiKeys.findApiKeyByDigest(digestSecret(BOOTSTRAP_SECRET));
       assert.equal(key?.createdAt, START_TIME);
       assert.equal(key?.updatedAt, START_TIME);
@@ -168,7 +172,7 @@ describe('start-up access (prepareAccess)', () => {
         expiresAt: null,
       });
       await prepare(BOOTSTRAP_SECRET);
-      assert.equal(await store.apiKeys.countApiKeys(), 2);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 2);
       assert.ok(await store.apiKeys.findApiKeyByDigest(digestSecret(BOOTSTRAP_SECRET)));
       assert.deepEqual(readdirSync(dataDir), []);
     });
@@ -189,7 +193,7 @@ describe('start-up access (prepareAccess)', () => {
       assert.equal(restored?.applications, null);
       assert.equal(restored?.expiresAt, null);
       assert.equal(restored?.updatedAt, START_TIME + 5_000);
-      assert.equal(await store.apiKeys.countApiKeys(), 1);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
     });
 
     it('restores no expiry when the stored key was given one', async () => {
@@ -204,13 +208,16 @@ describe('start-up access (prepareAccess)', () => {
         updatedAt: START_TIME,
         expiresAt: START_TIME + 60_000,
         lastUsedAt: null,
+        previousSecretDigest: null,
+        previousExpiresAt: null,
+        revokedAt: null,
       });
       await prepare(BOOTSTRAP_SECRET);
       const restored = await store.apiKeys.findApiKey(id);
       assert.deepEqual(restored?.roles, [...ROLES]);
       assert.equal(restored?.applications, null);
       assert.equal(restored?.expiresAt, null);
-      assert.equal(await store.apiKeys.countApiKeys(), 1);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
       clock.advance(120_000);
       const key = await services.authenticator.authenticate(BOOTSTRAP_SECRET);
       assert.equal(key?.id, id);
@@ -229,7 +236,8 @@ describe('start-up access (prepareAccess)', () => {
       assert.equal(await services.authenticator.authenticate(BOOTSTRAP_SECRET), undefined);
       assert.deepEqual((await services.authenticator.authenticate(rotated))?.roles, [...ROLES]);
       assert.ok(await services.authenticator.authenticate(other.secret), 'other keys stay');
-      assert.equal(await store.apiKeys.countApiKeys(), 2);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: false }), 2);
+      assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 3, 'it is kept');
       assert.ok(logLines.some((line) => line.includes('revoked the key of its previous value')));
       assert.ok(
         !logLines.some((line) => line.includes(rotated) || line.includes(BOOTSTRAP_SECRET)),
@@ -237,7 +245,7 @@ describe('start-up access (prepareAccess)', () => {
 
       await prepare(rotated);
       assert.equal(
-        await store.apiKeys.countApiKeys(),
+        await store.apiKeys.countApiKeys({ includeRevoked: false }),
         2,
         'a restart with the same value changes nothing',
       );

@@ -13,7 +13,9 @@ import {
 
 const SECRET = /^tsr_[A-Za-z0-9_-]{43}$/;
 const RECORD_FIELDS =
-  'applications created_at expires_at id last_used_at name roles updated_at'.split(' ');
+  'applications created_at expires_at id last_used_at name previous_expires_at revoked_at roles updated_at'.split(
+    ' ',
+  );
 const HOUR = 3_600_000;
 const iso = (epochMillis: number) => new Date(epochMillis).toISOString();
 
@@ -71,6 +73,8 @@ describe('POST /api-keys', () => {
       updated_at: iso(START_TIME),
       expires_at: null,
       last_used_at: null,
+      previous_expires_at: null,
+      revoked_at: null,
     });
     assert.equal(response.headers['cache-control'], 'no-store');
     assert.equal(response.headers.location, `/iam/api/v1/api-keys/${body.id}`);
@@ -352,7 +356,7 @@ describe('API key parameters', () => {
       problem.errors?.map((error) => error.parameter),
       ['dry_run'],
     );
-    assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+    assert.equal(await ctx.store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
   });
 });
 
@@ -363,16 +367,25 @@ describe('DELETE /api-keys/:id', () => {
   });
   after(() => ctx.close());
 
-  it('revokes at once: 204, then 401 for the key, 404 for GET and for a second DELETE', async () => {
+  it('revokes at once: 204, then 401 for the key; the record stays, with revoked_at', async () => {
     const issued = await issueKey(ctx, { name: 'doomed', roles: ['applications:read'] });
     assert.equal((await call(ctx, 'GET', '/applications', { key: issued.key })).statusCode, 200);
+    ctx.clock.advance(1_000);
     const deleted = await call(ctx, 'DELETE', `/api-keys/${issued.id}`);
     assert.equal(deleted.statusCode, 204);
     assert.equal(deleted.body, '');
     const refused = problemOf(await call(ctx, 'GET', '/applications', { key: issued.key }), 401);
     assert.equal(refused.instance, '/iam/api/v1/applications');
-    problemOf(await call(ctx, 'GET', `/api-keys/${issued.id}`), 404);
-    problemOf(await call(ctx, 'DELETE', `/api-keys/${issued.id}`), 404);
+    const kept = await call(ctx, 'GET', `/api-keys/${issued.id}`);
+    assert.equal(kept.statusCode, 200);
+    const revokedAt = iso(START_TIME + 1_000);
+    assert.equal(kept.json<ApiKeyBody & { revoked_at: string }>().revoked_at, revokedAt);
+    // A second revocation changes nothing: same revoked_at, same ETag.
+    ctx.clock.advance(1_000);
+    assert.equal((await call(ctx, 'DELETE', `/api-keys/${issued.id}`)).statusCode, 204);
+    const again = await call(ctx, 'GET', `/api-keys/${issued.id}`);
+    assert.equal(again.json<{ revoked_at: string }>().revoked_at, revokedAt);
+    assert.equal(again.headers.etag, kept.headers.etag);
   });
 
   it('honours If-Match: a stale ETag → 412 and the key survives', async () => {
@@ -496,13 +509,13 @@ describe('API keys cannot escalate privileges', () => {
   for (const [label, callerGrants, body] of forbidden) {
     it(`refuses ${label} with 403`, async () => {
       const caller = await ctx.createKey(callerGrants);
-      const before = await ctx.store.apiKeys.countApiKeys();
+      const before = await ctx.store.apiKeys.countApiKeys({ includeRevoked: true });
       const response = await call(ctx, 'POST', '/api-keys', {
         key: caller,
         body: { name: 'escalation', ...body },
       });
       problemOf(response, 403);
-      assert.equal(await ctx.store.apiKeys.countApiKeys(), before);
+      assert.equal(await ctx.store.apiKeys.countApiKeys({ includeRevoked: true }), before);
     });
   }
 
@@ -550,7 +563,10 @@ describe('API keys seen by a restricted caller', () => {
   const ids: Record<string, string> = {};
   before(async () => {
     ctx = await buildTestApp();
-    caller = await ctx.createKey({ roles: ['keys:read', 'keys:write'], applications: ['a'] });
+    caller = await ctx.createKey({
+      roles: ['keys:read', 'keys:write', 'users:read'],
+      applications: ['a'],
+    });
     ids.caller = (await ctx.services.authenticator.authenticate(caller))!.id;
     ids.admin = (await ctx.services.authenticator.authenticate(ctx.adminKey))!.id;
     const grants: [string, string[] | null][] = [
@@ -615,6 +631,7 @@ describe('API keys seen by a restricted caller', () => {
       (await call(ctx, 'DELETE', `/api-keys/${ids.onlyA}`, { key: caller })).statusCode,
       204,
     );
-    problemOf(await call(ctx, 'GET', `/api-keys/${ids.onlyA}`), 404);
+    const kept = await call(ctx, 'GET', `/api-keys/${ids.onlyA}`);
+    assert.notEqual(kept.json<{ revoked_at: string | null }>().revoked_at, null);
   });
 });

@@ -150,6 +150,28 @@ const ROUTES: RouteRow[] = [
   },
   {
     method: 'POST',
+    path: '/api-keys/{id}/rotate',
+    role: 'keys:write',
+    request: () => ({ path: `/api-keys/${MISSING_KEY_ID}/rotate`, body: {} }),
+    restricted: 'served',
+  },
+  {
+    method: 'GET',
+    path: '/signing-keys',
+    role: 'keys:read',
+    request: () => ({ path: '/signing-keys' }),
+    restricted: 'served',
+  },
+  {
+    method: 'POST',
+    path: '/signing-keys/{kid}/revoke',
+    role: 'keys:write',
+    request: () => ({ path: '/signing-keys/no-such-kid/revoke' }),
+    // Signing keys serve every application: a restricted key may not revoke one.
+    restricted: 'forbidden',
+  },
+  {
+    method: 'POST',
     path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
     role: 'tokens:write',
     request: () => ({ path: `${USER}/tokens` }),

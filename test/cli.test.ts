@@ -20,6 +20,8 @@ const RECORD_FIELDS = [
   'id',
   'last_used_at',
   'name',
+  'previous_expires_at',
+  'revoked_at',
   'roles',
   'updated_at',
 ];
@@ -39,22 +41,39 @@ interface KeyJson {
   key?: string;
 }
 
-/** Runs `tessera <args>` (the TypeScript source, through tsx) on the given database. */
-function runCli(databasePath: string, args: string[]): Promise<CliResult> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${databasePath}` };
+/**
+ * Runs `tessera <args>` (the TypeScript source, through tsx) on the given database, or with
+ * DATABASE_URL unset (null), in `cwd`.
+ */
+function runCli(databasePath: string | null, args: string[], cwd = ROOT): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (databasePath === null) delete env.DATABASE_URL;
+  else env.DATABASE_URL = `sqlite:${databasePath}`;
   // The test runner's marker would make a child that loads node:test report to it.
   delete env.NODE_TEST_CONTEXT;
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
-      { cwd: ROOT, env, encoding: 'utf8' },
+      ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/main.ts'), ...args],
+      { cwd, env, encoding: 'utf8' },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
         resolve({ code, stdout, stderr });
       },
     );
   });
+}
+
+/** A migrated database in a directory of its own for the enclosing describe(), removed after. */
+function useMigratedDatabase(prefix: string): { path: () => string } {
+  let directory = '';
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), prefix));
+    const migrated = await runCli(join(directory, 't.db'), ['migrate']);
+    assert.equal(migrated.code, 0, migrated.stderr);
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+  return { path: () => join(directory, 't.db') };
 }
 
 /** The database file and its write-ahead log, as bytes. */
@@ -68,17 +87,15 @@ function databaseBytes(databasePath: string): Buffer {
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('tessera keys', () => {
-  let directory: string;
   let database: string;
   let jsonKey: KeyJson & { key: string };
   let humanSecret: string;
   let humanId: string;
 
-  before(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-'));
-    database = join(directory, 't.db');
+  const migrated = useMigratedDatabase('tessera-cli-');
+  before(() => {
+    database = migrated.path();
   });
-  after(() => rm(directory, { recursive: true, force: true }));
 
   it('keys create --json prints the record with the secret, expiring in 30 days', async () => {
     const started = Date.now();
@@ -262,6 +279,7 @@ describe('tessera with bad arguments', () => {
 
   it('creates no key when the arguments are bad', async () => {
     const database = join(directory, 'untouched.db');
+    assert.equal((await runCli(database, ['migrate'])).code, 0);
     await runCli(database, ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--nope']);
     await runCli(database, [
       'keys',
@@ -313,13 +331,11 @@ describe('tessera serve', () => {
 });
 
 describe('tessera signing-keys', () => {
-  let directory: string;
+  const migrated = useMigratedDatabase('tessera-signing-');
   let database: string;
-  before(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'tessera-signing-'));
-    database = join(directory, 't.db');
+  before(() => {
+    database = migrated.path();
   });
-  after(() => rm(directory, { recursive: true, force: true }));
 
   interface SigningKeyJson {
     kid: string;
@@ -353,9 +369,128 @@ describe('tessera signing-keys', () => {
     assert.equal(human.stdout.trim().split('\n').length, 2);
   });
 
-  it('refuses an unknown subcommand with exit code 2', async () => {
-    const result = await runCli(database, ['signing-keys', 'revoke']);
+  it('revoke KID removes the key from the JWKS, a new key signing in its place', async () => {
+    const [active] = (
+      JSON.parse(
+        (await runCli(database, ['signing-keys', 'list', '--json'])).stdout,
+      ) as SigningKeyJson[]
+    ).filter((key) => key.state === 'active');
+    const result = await runCli(database, ['signing-keys', 'revoke', active!.kid, '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    const summary = JSON.parse(result.stdout) as {
+      revoked: SigningKeyJson;
+      active: SigningKeyJson;
+    };
+    assert.equal(summary.revoked.kid, active!.kid);
+    assert.equal(summary.revoked.state, 'revoked');
+    assert.notEqual(summary.active.kid, active!.kid);
+    assert.equal(summary.active.state, 'active');
+    const human = await runCli(database, ['signing-keys', 'revoke', active!.kid]);
+    assert.match(human.stdout, /^Revoked signing key /);
+  });
+
+  it('refuses an unknown subcommand, and revoke without a kid, with exit code 2', async () => {
+    const result = await runCli(database, ['signing-keys', 'frobnicate']);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /rotate or list/);
+    assert.match(result.stderr, /rotate, revoke or list/);
+    assert.equal((await runCli(database, ['signing-keys', 'revoke'])).code, 2);
+  });
+});
+
+/** `keys create --json` of a users:read key; its record and secret. */
+async function createKey(database: string, name: string): Promise<KeyJson & { key: string }> {
+  const created = await runCli(database, [
+    'keys',
+    'create',
+    '--name',
+    name,
+    '--roles',
+    'users:read',
+    '--json',
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  return JSON.parse(created.stdout) as KeyJson & { key: string };
+}
+
+describe('tessera keys rotate and list --include-revoked', () => {
+  const migrated = useMigratedDatabase('tessera-cli-rotate-');
+  let database: string;
+  before(() => {
+    database = migrated.path();
+  });
+
+  it('prints a new secret once; the record shows until when the old one works', async () => {
+    const created = await createKey(database, 'ci');
+    const started = Date.now();
+    const rotated = await runCli(database, [
+      'keys',
+      'rotate',
+      created.id,
+      '--overlap',
+      '2h',
+      '--json',
+    ]);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const body = JSON.parse(rotated.stdout) as KeyJson & {
+      key: string;
+      previous_expires_at: string;
+    };
+    assert.match(body.key, /^tsr_[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(body.key, created.key);
+    const until = Date.parse(body.previous_expires_at);
+    assert.ok(until >= started + 2 * 3_600_000 && until <= Date.now() + 2 * 3_600_000);
+    const human = await runCli(database, ['keys', 'rotate', created.id, '--overlap', '0']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.equal((human.stdout.match(SECRET) ?? []).length, 1, 'the secret, once');
+  });
+
+  it('refuses an overlap beyond 7 days or without a unit, with exit code 2', async () => {
+    for (const overlap of ['8d', '2', '1y']) {
+      const result = await runCli(database, ['keys', 'rotate', 'some-id', '--overlap', overlap]);
+      assert.equal(result.code, 2, `${overlap}: ${result.stderr}`);
+    }
+  });
+
+  it('lists revoked keys with --include-revoked only', async () => {
+    const created = await createKey(database, 'gone');
+    assert.equal((await runCli(database, ['keys', 'revoke', created.id])).code, 0);
+    const live = JSON.parse(
+      (await runCli(database, ['keys', 'list', '--json'])).stdout,
+    ) as KeyJson[];
+    assert.ok(!live.some((key) => key.id === created.id));
+    const all = JSON.parse(
+      (await runCli(database, ['keys', 'list', '--include-revoked', '--json'])).stdout,
+    ) as (KeyJson & { revoked_at: string | null })[];
+    assert.notEqual(all.find((key) => key.id === created.id)?.revoked_at, null);
+  });
+});
+
+describe('tessera creates a database only in serve and migrate', () => {
+  let directory: string;
+  before(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'tessera-cli-nodb-'));
+  });
+  after(() => rm(directory, { recursive: true, force: true }));
+
+  for (const args of [
+    ['keys', 'list'],
+    ['keys', 'create', '--name', 'ci', '--roles', 'users:read'],
+    ['signing-keys', 'list'],
+  ]) {
+    it(`refuses ${args.slice(0, 2).join(' ')} on a missing database, naming the path`, async () => {
+      const database = join(directory, 'missing', 'x.db');
+      const result = await runCli(database, args);
+      assert.equal(result.code, 1, result.stdout);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, /^tessera: no database at [^\n]*missing\/x\.db[^\n]*\n$/);
+      assert.equal(existsSync(join(directory, 'missing')), false, 'no directory was created');
+    });
+  }
+
+  it('does not create ./data when run in the wrong directory', async () => {
+    const result = await runCli(null, ['keys', 'list'], directory);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /no database at .*data\/tessera\.db/);
+    assert.equal(existsSync(join(directory, 'data')), false);
   });
 });

@@ -13,7 +13,9 @@ describe('loadConfig', () => {
     assert.equal(config.bootstrapApiKey, null);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.rateLimitPerMinute, 60_000);
+    assert.equal(config.authFailuresPerMinute, 60);
     assert.equal(config.redisUrl, null);
+    assert.equal(config.tokens.secretKey, null);
   });
 
   it('reads every variable', () => {
@@ -24,6 +26,8 @@ describe('loadConfig', () => {
       IAM_BOOTSTRAP_API_KEY: 'k'.repeat(40),
       LOG_LEVEL: 'debug',
       IAM_RATE_LIMIT_PER_MINUTE: '0',
+      IAM_AUTH_FAILURES_PER_MINUTE: '10',
+      IAM_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
       IAM_TRUST_PROXY: 'true',
       REDIS_URL: 'redis://cache:6379/2',
     });
@@ -34,8 +38,25 @@ describe('loadConfig', () => {
     assert.equal(config.bootstrapApiKey, 'k'.repeat(40));
     assert.equal(config.logLevel, 'debug');
     assert.equal(config.rateLimitPerMinute, 0);
+    assert.equal(config.authFailuresPerMinute, 10);
+    assert.deepEqual(config.tokens.secretKey, Buffer.alloc(32, 7));
     assert.equal(config.trustProxy, true);
     assert.equal(config.redisUrl, 'redis://cache:6379/2');
+  });
+
+  it('accepts a bootstrap key of 32 characters, the shortest allowed', () => {
+    assert.equal(
+      loadConfig({ IAM_BOOTSTRAP_API_KEY: 'k'.repeat(32) }).bootstrapApiKey,
+      'k'.repeat(32),
+    );
+  });
+
+  it('takes IAM_SECRET_KEY in base64url too', () => {
+    const key = Buffer.alloc(32, 200);
+    assert.deepEqual(
+      loadConfig({ IAM_SECRET_KEY: key.toString('base64url') }).tokens.secretKey,
+      key,
+    );
   });
 
   it('treats empty variables as unset', () => {
@@ -85,6 +106,11 @@ describe('loadConfig', () => {
     ['an unknown database scheme', { DATABASE_URL: 'mysql://x' }],
     ['an empty SQLite path', { DATABASE_URL: 'sqlite:' }],
     ['a bootstrap key with a space', { IAM_BOOTSTRAP_API_KEY: 'two words' }],
+    ['a two-character bootstrap key', { IAM_BOOTSTRAP_API_KEY: 'Q9' }],
+    ['a bootstrap key of 31 characters', { IAM_BOOTSTRAP_API_KEY: 'k'.repeat(31) }],
+    ['a negative failure limit', { IAM_AUTH_FAILURES_PER_MINUTE: '-5' }],
+    ['a secret key of 16 bytes', { IAM_SECRET_KEY: Buffer.alloc(16).toString('base64') }],
+    ['a secret key that is not base64', { IAM_SECRET_KEY: '!'.repeat(44) }],
     ['an unknown LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['a negative rate limit', { IAM_RATE_LIMIT_PER_MINUTE: '-1' }],
     ['a REDIS_URL without redis://', { REDIS_URL: 'cache:6379' }],
@@ -119,6 +145,7 @@ describe('loadConfig: access tokens (SPEC §7)', () => {
       algorithm: 'ES256',
       issuer: 'http://127.0.0.1:8080',
       allowInsecureJwks: false,
+      secretKey: null,
     });
     assert.equal(loadConfig({ HOST: '::1', PORT: '9000' }).tokens.issuer, 'http://[::1]:9000');
   });
@@ -133,7 +160,20 @@ describe('loadConfig: access tokens (SPEC §7)', () => {
       algorithm: 'EdDSA',
       issuer: 'https://id.example.com/tessera',
       allowInsecureJwks: true,
+      secretKey: null,
     });
+  });
+
+  it('flags an issuer derived from a wildcard listen address', () => {
+    for (const host of ['0.0.0.0', '::']) {
+      assert.equal(loadConfig({ HOST: host }).issuerFromWildcardHost, true, host);
+      assert.equal(
+        loadConfig({ HOST: host, IAM_ISSUER: 'https://iam.example.com' }).issuerFromWildcardHost,
+        false,
+      );
+    }
+    assert.equal(loadConfig({ HOST: '10.0.0.5' }).issuerFromWildcardHost, false);
+    assert.equal(loadConfig({}).issuerFromWildcardHost, false);
   });
 
   for (const [name, value] of [

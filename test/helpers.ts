@@ -92,8 +92,11 @@ export interface TestContext {
 export async function buildTestApp(
   options: {
     rateLimitPerMinute?: number;
+    /** Off unless a test sets it: many specs send wrong keys on purpose. */
+    authFailuresPerMinute?: number;
     rateLimitRedis?: Redis;
     rateLimitRedisPrefix?: string;
+    authFailuresRedisPrefix?: string;
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
@@ -133,6 +136,10 @@ export async function buildTestApp(
     services,
     logger,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+    authFailuresPerMinute: options.authFailuresPerMinute ?? 0,
+    ...(options.authFailuresRedisPrefix === undefined
+      ? {}
+      : { authFailuresRedisPrefix: options.authFailuresRedisPrefix }),
     ...(options.rateLimitRedis === undefined ? {} : { rateLimitRedis: options.rateLimitRedis }),
     ...(options.rateLimitRedisPrefix === undefined
       ? {}

@@ -156,6 +156,27 @@ describe('operational endpoints', () => {
     });
     assert.equal(asset.statusCode, 200);
   });
+
+  it('GET /docs sends a strict Content-Security-Policy, X-Frame-Options and Referrer-Policy', async () => {
+    for (const url of ['/docs/', '/docs/json', '/docs/static/swagger-initializer.js']) {
+      const response = await ctx.app.inject({ method: 'GET', url });
+      assert.equal(response.statusCode, 200, url);
+      assert.equal(response.headers['x-frame-options'], 'DENY', url);
+      assert.equal(response.headers['referrer-policy'], 'no-referrer', url);
+      const policy = String(response.headers['content-security-policy']);
+      for (const directive of [
+        "default-src 'self'",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "script-src 'self'",
+      ]) {
+        assert.ok(policy.includes(directive), `${url}: ${directive} in ${policy}`);
+      }
+      assert.doesNotMatch(policy, /https:|unsafe-inline|unsafe-eval|\*/, url);
+    }
+  });
 });
 
 describe('GET /readyz when the store is gone', () => {

@@ -72,6 +72,16 @@ describe('isPublicAddress', () => {
     'ff02::1',
     '64:ff9b::7f00:1',
     '2001:db8::1',
+    // IPv4-compatible IPv6 (deprecated, RFC 4291 §2.5.5.1): 127.0.0.1 and 169.254.169.254.
+    '::7f00:1',
+    '::a9fe:a9fe',
+    '64:ff9b:1::a9fe:a9fe', // local-use NAT64 (RFC 8215)
+    '2002:7f00:1::1', // 6to4 of 127.0.0.1
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    '2001:2::1', // benchmarking
+    '100::1', // discard
+    '5f00::1', // segment routing, outside 2000::/3
+    '3fff::1', // documentation (RFC 9637)
     'not an address',
   ];
   for (const address of refused) {
@@ -120,6 +130,8 @@ describe('fenced JWKS fetches (IAM_ALLOW_INSECURE_JWKS off)', () => {
     await assert.rejects(get(fenced, `https://localhost:${target.port}/jwks`), (error: Error) => {
       assert.ok(error instanceof OutboundRefusedError, String(error));
       assert.match(error.message, /non-public address/);
+      // The resolved address is never named: callers learn nothing of the inside network.
+      assert.doesNotMatch(error.message, /127\.0\.0\.1|::1/);
       return true;
     });
     assert.equal(target.counts.connections, 0);

@@ -87,6 +87,7 @@ describe('every operation under generated and mutated requests', { timeout: 600_
     provider: ['google_oauth2'],
     identifier: ['u0', 'u1', 'u2', 'u3'],
     id: [],
+    kid: [],
   };
   let operations: [string, string, Operation][];
   let sent = 0;
@@ -95,12 +96,9 @@ describe('every operation under generated and mutated requests', { timeout: 600_
   before(async () => {
     ctx = await buildTestApp({ logLevel: 'warn' });
     await restoreFixtures();
-    for (let n = 0; n < 30; n += 1) {
-      const response = await call(ctx, 'POST', '/api-keys', {
-        body: { name: `pool ${n}`, roles: ['users:read'], applications: ['app-0'] },
-      });
-      pools.id!.push(response.json<{ id: string }>().id);
-    }
+    // The first signing key; revoking it adds the next, so the pool names a real kid throughout.
+    await ctx.services.signingKeys.currentSigner();
+    pools.kid!.push(...(await ctx.services.signingKeys.listSigningKeys()).map((key) => key.kid));
     keys = {
       admin: ctx.adminKey,
       reader: await ctx.createKey({ roles: ['applications:read', 'users:read', 'keys:read'] }),
@@ -122,7 +120,10 @@ describe('every operation under generated and mutated requests', { timeout: 600_
   });
   after(() => ctx.close());
 
-  /** The applications and users the path pools name, back where a DELETE or PUT took them. */
+  /**
+   * The applications, users and API keys the path pools name, back where a DELETE or PUT took
+   * them (a revoked key stays revoked: it is replaced by a new one).
+   */
   async function restoreFixtures(): Promise<void> {
     for (const clientId of pools.client_id!) {
       await call(ctx, 'POST', '/applications', { body: applicationBody({ client_id: clientId }) });
@@ -131,6 +132,15 @@ describe('every operation under generated and mutated requests', { timeout: 600_
           body: userBody({ identifier }),
         });
       }
+    }
+    for (let n = 0; n < 30; n += 1) {
+      const id = pools.id![n];
+      if (id !== undefined && (await ctx.store.apiKeys.findApiKey(id))?.revokedAt === null)
+        continue;
+      const response = await call(ctx, 'POST', '/api-keys', {
+        body: { name: `pool ${n}`, roles: ['users:read'], applications: ['app-0'] },
+      });
+      pools.id![n] = response.json<{ id: string }>().id;
     }
   }
 

@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.js';
 import { DEFAULT_REDIS_PREFIX, openRateLimitRedis } from '../src/http/rate-limit.js';
 import { startServer } from '../src/server.js';
 import { buildTestApp, call, problemOf, type TestContext } from './helpers.js';
-import { REDIS_TEST_URL, skipWithoutRedis } from './redis.js';
+import { REDIS_TEST_URL, deleteKeys, skipWithoutRedis } from './redis.js';
 import { freePort } from './server-process.js';
 
 const skip = await skipWithoutRedis();
@@ -101,8 +101,7 @@ describe('rate limits shared through Redis', { skip }, () => {
     await Promise.all(clients.map((client) => until(() => client.status === 'ready', 'ready')));
   });
   after(async () => {
-    const keys = await clients[0]!.keys(`${prefix}*`);
-    if (keys.length > 0) await clients[0]!.del(...keys);
+    await deleteKeys(clients[0]!, prefix);
     for (const client of clients) client.disconnect();
     await second.app.close();
     await first.close();
@@ -154,8 +153,7 @@ describe('rate limits while Redis is unreachable', { skip }, () => {
     await until(() => redis.status === 'ready', 'Redis is connected');
   });
   after(async () => {
-    const keys = await redis.keys(`${prefix}*`).catch(() => []);
-    if (keys.length > 0) await redis.del(...keys);
+    await deleteKeys(redis, prefix);
     redis.disconnect();
     await relay.cut().catch(() => undefined);
     await ctx.close();

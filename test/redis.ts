@@ -26,3 +26,9 @@ export async function skipWithoutRedis(): Promise<string | false> {
     client.disconnect();
   }
 }
+
+/** Deletes the keys a test wrote under its own prefix. */
+export async function deleteKeys(client: Redis, prefix: string): Promise<void> {
+  const keys = await client.keys(`${prefix}*`).catch(() => []);
+  if (keys.length > 0) await client.del(...keys);
+}

@@ -54,9 +54,9 @@ describe('revoking a key through another instance', () => {
       clock: server.clock,
       log: pino({ level: 'silent' }),
     });
-    const [record] = (await operator.apiKeys.listApiKeys('operator', null, 100)).filter(
-      (candidate) => candidate.roles.length === 1,
-    );
+    const [record] = (
+      await operator.apiKeys.listApiKeys('operator', { includeRevoked: false }, null, 100)
+    ).filter((candidate) => candidate.roles.length === 1);
     await operator.apiKeys.revokeApiKey('operator', record!.id);
 
     server.clock.advance(400);

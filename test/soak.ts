@@ -108,6 +108,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     IAM_DATA_DIR: directory,
     IAM_BOOTSTRAP_API_KEY: KEY,
     IAM_RATE_LIMIT_PER_MINUTE: '0',
+    // One of the operations sends a wrong key on purpose, from the one address every request
+    // comes from: the failed-authentication limit would answer everything 429 after 60 of them.
+    IAM_AUTH_FAILURES_PER_MINUTE: '0',
     LOG_LEVEL: 'warn',
   };
   /** A process, or undefined when it died before it was healthy (recorded as a bad exit). */

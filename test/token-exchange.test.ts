@@ -713,6 +713,8 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
         assert.equal(report.failed_check, 'jwks');
         assert.equal(report.retryable, true);
         provider.jwksDown = false;
+        // The failed fetch is remembered for 5 s (no fetch storm); then it is tried again.
+        clock.advance(5_000);
         assert.equal((await exchangeToken(cold, 'notes', token)).statusCode, 200);
       } finally {
         provider.jwksDown = false;

@@ -2,6 +2,7 @@
 // the HTTP API uses, on the store named by DATABASE_URL.
 
 import '../supported-node.js';
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createServices } from '../app.js';
@@ -23,13 +24,18 @@ Commands:
   migrate                                 apply pending database migrations
   keys create --name N --roles r1,r2 [--applications a,b] [--expires-in 30d] [--json]
                                           create an API key and print its secret once
-  keys list [--json]                      list API keys (never their secrets)
+  keys list [--include-revoked] [--json]  list API keys (never their secrets)
+  keys rotate ID [--overlap 1d] [--json]  give a key a new secret, printed once; the old one
+                                          keeps working for --overlap (0 to 7d, default 1d)
   keys revoke ID                          revoke an API key
   signing-keys rotate [--json]            add a token signing key (IAM_TOKEN_ALG); it signs
                                           after 10 minutes, the old one stays published
+  signing-keys revoke KID [--json]        remove a leaked signing key from the JWKS at once
+                                          (a new key signs first when it was signing)
   signing-keys list [--json]              list signing keys and their state (never the private keys)
 
-The database is DATABASE_URL (default sqlite:./data/tessera.db).`;
+The database is DATABASE_URL (default sqlite:./data/tessera.db). Only serve and migrate
+create it; the other commands refuse a database that does not exist.`;
 
 /** A mistake in the command line: reported in one line, exit code 2. */
 class UsageError extends Error {}
@@ -37,11 +43,11 @@ class UsageError extends Error {}
 const DURATION = /^([1-9][0-9]{0,8})([smhdw])$/;
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 
-function parseDuration(text: string): number {
+function parseDuration(text: string, option: string, example: string): number {
   const match = DURATION.exec(text);
   if (match === null) {
     throw new UsageError(
-      `--expires-in must be a number and a unit (s, m, h, d, w), e.g. 30d; got "${text}"`,
+      `${option} must be a number and a unit (s, m, h, d, w), e.g. ${example}; got "${text}"`,
     );
   }
   return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
@@ -54,8 +60,27 @@ function splitList(text: string): string[] {
     .filter((item) => item !== '');
 }
 
-async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(loadConfig().database);
+/**
+ * Runs `work` on the configured database. Only serve and migrate may create one: a key
+ * minted in a database the server never reads (another directory, a typo) would be a key
+ * that silently does not work, so the other commands refuse a SQLite file that is not there.
+ */
+async function withStore<T>(
+  work: (store: Store) => Promise<T>,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const { database } = loadConfig();
+  if (database.kind === 'sqlite' && options.create !== true) {
+    if (database.path === ':memory:') {
+      throw new Error('DATABASE_URL is sqlite::memory:, a database that ends with this command');
+    }
+    if (!existsSync(database.path)) {
+      throw new Error(
+        `no database at ${database.path}; set DATABASE_URL to the server's, or create it with tessera migrate`,
+      );
+    }
+  }
+  const store = openStore(database, { mustExist: options.create !== true });
   try {
     await store.migrate();
     return await work(store);
@@ -95,6 +120,7 @@ function describeSigningKey(key: SigningKeyStatus) {
     activates_at: at(key.activatesAt),
     retired_at: at(key.retiredAt),
     published_until: at(key.publishedUntil),
+    revoked_at: at(key.revokedAt),
   };
 }
 
@@ -113,6 +139,31 @@ async function rotateSigningKey(args: string[]): Promise<void> {
   process.stdout.write(
     `Added signing key ${summary.kid} (${summary.algorithm}). It is published now and signs ` +
       `from ${summary.activates_at}; the current key stays published until its tokens expire.\n`,
+  );
+}
+
+async function revokeSigningKey(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { json: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('signing-keys revoke takes exactly one kid');
+  const revocation = await withStore((store) =>
+    servicesFor(store).signingKeys.revokeSigningKey(positionals[0]!),
+  );
+  const summary = {
+    revoked: describeSigningKey(revocation.revoked),
+    active: describeSigningKey(revocation.active),
+  };
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(
+    `Revoked signing key ${summary.revoked.kid}: it is no longer published, and the tokens it ` +
+      `signed no longer verify. Key ${summary.active.kid} signs now.\n`,
   );
 }
 
@@ -167,7 +218,10 @@ async function createKey(args: string[]): Promise<void> {
     const described = invalid(errors).detail.replace(/"(\w+)(?:\.\d+)?"/g, '--$1');
     throw new UsageError(`invalid key: ${described}`);
   }
-  const expiresIn = values['expires-in'] === undefined ? null : parseDuration(values['expires-in']);
+  const expiresIn =
+    values['expires-in'] === undefined
+      ? null
+      : parseDuration(values['expires-in'], '--expires-in', '30d');
 
   const issued = await withStore((store) =>
     servicesFor(store).apiKeys.createApiKey('operator', {
@@ -197,14 +251,23 @@ async function createKey(args: string[]): Promise<void> {
 }
 
 async function listKeys(args: string[]): Promise<void> {
-  const values = parseJsonFlag(args);
+  const { values } = parseArgs({
+    args,
+    options: {
+      json: { type: 'boolean', default: false },
+      'include-revoked': { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const filter = { includeRevoked: values['include-revoked'] };
   const keys = await withStore(async (store) => {
     const apiKeys = servicesFor(store).apiKeys;
     const all = [];
-    for (let page = await apiKeys.listApiKeys('operator', null, 1000); ;) {
+    for (let page = await apiKeys.listApiKeys('operator', filter, null, 1000); ;) {
       all.push(...page);
       if (page.length < 1000) return all;
-      page = await apiKeys.listApiKeys('operator', page.at(-1)!.id, 1000);
+      page = await apiKeys.listApiKeys('operator', filter, page.at(-1)!.id, 1000);
     }
   });
   const resources = keys.map(toApiKeyResource);
@@ -223,8 +286,10 @@ async function listKeys(args: string[]): Promise<void> {
     key.applications?.join(',') ?? 'all',
     key.expires_at ?? 'never',
     key.last_used_at ?? 'never',
+    ...(filter.includeRevoked ? [key.revoked_at ?? 'no'] : []),
   ]);
   const header = ['ID', 'NAME', 'ROLES', 'APPLICATIONS', 'EXPIRES', 'LAST USED'];
+  if (filter.includeRevoked) header.push('REVOKED');
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => row[column]!.length)),
   );
@@ -238,6 +303,38 @@ async function listKeys(args: string[]): Promise<void> {
   }
 }
 
+const MAX_OVERLAP_MS = UNIT_MS.w;
+
+async function rotateKey(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { overlap: { type: 'string' }, json: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('keys rotate takes exactly one key id');
+  const overlap = values.overlap ?? '1d';
+  const overlapMs = overlap === '0' ? 0 : parseDuration(overlap, '--overlap', '1d');
+  if (overlapMs > MAX_OVERLAP_MS) throw new UsageError('--overlap must be at most 7d');
+  const rotated = await withStore((store) =>
+    servicesFor(store).apiKeys.rotateApiKey('operator', positionals[0]!, overlapMs),
+  );
+  const resource = toApiKeyResource(rotated.record);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ...resource, key: rotated.secret }, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(
+    [
+      `Rotated API key ${resource.id} (${resource.name}); the previous secret works until ${resource.previous_expires_at}.`,
+      '',
+      'New secret (shown only now; store it safely):',
+      rotated.secret,
+      '',
+    ].join('\n'),
+  );
+}
+
 async function revokeKey(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new UsageError('keys revoke takes exactly one key id');
@@ -248,7 +345,7 @@ async function revokeKey(args: string[]): Promise<void> {
 
 async function migrate(args: string[]): Promise<void> {
   parseArgs({ args, options: {}, strict: true, allowPositionals: false });
-  await withStore(async () => {});
+  await withStore(async () => {}, { create: true });
   process.stdout.write('The database schema is up to date.\n');
 }
 
@@ -266,15 +363,17 @@ async function run(argv: string[]): Promise<void> {
     case 'keys':
       if (subcommand === 'create') return createKey(rest);
       if (subcommand === 'list') return listKeys(rest);
+      if (subcommand === 'rotate') return rotateKey(rest);
       if (subcommand === 'revoke') return revokeKey(rest);
       throw new UsageError(
-        `keys needs create, list or revoke${subcommand ? `, not "${subcommand}"` : ''}`,
+        `keys needs create, list, rotate or revoke${subcommand ? `, not "${subcommand}"` : ''}`,
       );
     case 'signing-keys':
       if (subcommand === 'rotate') return rotateSigningKey(rest);
+      if (subcommand === 'revoke') return revokeSigningKey(rest);
       if (subcommand === 'list') return listSigningKeys(rest);
       throw new UsageError(
-        `signing-keys needs rotate or list${subcommand ? `, not "${subcommand}"` : ''}`,
+        `signing-keys needs rotate, revoke or list${subcommand ? `, not "${subcommand}"` : ''}`,
       );
     case 'help':
     case '--help':

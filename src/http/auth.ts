@@ -3,6 +3,7 @@
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem } from '../problems.js';
+import { type AuthFailureLimiter, retryAfterSeconds } from './auth-failures.js';
 import type { Role } from '../roles.js';
 import type { ApiKeyRecord } from '../store/store.js';
 
@@ -65,19 +66,35 @@ export function assertApplicationAllowed(request: FastifyRequest, clientId: stri
   }
 }
 
+/** 429 for an address past its failed-authentication limit. */
+export function tooManyFailures(waitMs: number) {
+  const seconds = retryAfterSeconds(waitMs);
+  return problem(
+    'rate-limited',
+    `Too many failed authentications from this address; retry in ${seconds} s.`,
+    { headers: { 'retry-after': String(seconds) } },
+  );
+}
+
 export function registerAuthentication(
   app: FastifyInstance,
   authenticate: Authenticate,
+  failures: AuthFailureLimiter,
   schemes: CredentialSchemes = API_KEY_SCHEME,
 ): void {
   if (!app.hasRequestDecorator('apiKey')) app.decorateRequest('apiKey', null);
   app.addHook('onRequest', async function authorizeRequest(request) {
     const role = request.routeOptions.config.role;
     if (role === undefined) return;
+    // Checked before the key is even parsed: past the limit, a guess is not looked up.
+    const waitMs = await failures.retryAfterMs(request.ip);
+    if (waitMs > 0) throw tooManyFailures(waitMs);
     const secret = parseApiKeyHeader(request.headers.authorization, schemes.accepted);
-    if (secret === null) throw unauthenticated(schemes);
-    const key = await authenticate(secret);
-    if (key === undefined) throw unauthenticated(schemes);
+    const key = secret === null ? undefined : await authenticate(secret);
+    if (key === undefined) {
+      await failures.recordFailure(request.ip);
+      throw unauthenticated(schemes);
+    }
     request.apiKey = key;
     if (!key.roles.includes(role)) {
       throw problem('forbidden', `This API key lacks the role ${role}.`);

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type ProblemError, invalid, problem, toProblemBody } from '../problems.js';
+import { type ProblemError, invalid, problem, quoteInput, toProblemBody } from '../problems.js';
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../store/errors.js';
 import { isDebugEnabled } from './logging.js';
 import { requestPath } from './request-path.js';
@@ -98,28 +98,24 @@ export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex):
   });
 
   app.setNotFoundHandler(function handleUnknownRoute(request, reply) {
-    const allowed = routes.allowedMethods(requestPath(request));
-    // A route for this very method that still ended here (a missing static file under
-    // /docs) is a plain 404, not a 405 that lists the method it was called with.
-    if (allowed.length > 0 && !allowed.includes(request.method)) {
-      return sendProblem(
-        request,
-        reply,
-        problem(
-          'method-not-allowed',
-          `${request.method} is not supported here; use ${allowed.join(', ')}.`,
-          {
-            headers: { allow: allowed.join(', ') },
-          },
-        ),
-      );
-    }
-    return sendProblem(
-      request,
-      reply,
-      problem('not-found', `No route ${request.method} ${requestPath(request)}.`),
-    );
+    return sendProblem(request, reply, unknownRouteProblem(request, routes));
   });
+}
+
+/** The answer to a request no route serves: 405 with Allow on a known path, else 404. */
+export function unknownRouteProblem(request: FastifyRequest, routes: RouteIndex): ProblemError {
+  const path = requestPath(request);
+  const allowed = routes.allowedMethods(path);
+  // A route for this very method that still ended here (a missing static file under
+  // /docs) is a plain 404, not a 405 that lists the method it was called with.
+  if (allowed.length > 0 && !allowed.includes(request.method)) {
+    return problem(
+      'method-not-allowed',
+      `${request.method} is not supported here; use ${allowed.join(', ')}.`,
+      { headers: { allow: allowed.join(', ') } },
+    );
+  }
+  return problem('not-found', `No route ${request.method} ${quoteInput(path)}.`);
 }
 
 /**

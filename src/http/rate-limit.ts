@@ -53,6 +53,23 @@ export function openRateLimitRedis(url: string, log: FastifyBaseLogger): Redis {
   return redis;
 }
 
+/**
+ * Resolves when Redis is connected, or after `timeoutMs` (then the limits run on the fallbacks
+ * until it connects): at start-up, so that the first requests are counted where the others are.
+ */
+export function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+  });
+}
+
 export async function registerRateLimit(
   scope: FastifyInstance,
   options: RateLimitOptions,

@@ -10,9 +10,9 @@ import { stringFormats } from './formats.js';
 /** Schema annotation: the rule a string must follow, in words, used as the error detail. */
 export const RULE_KEYWORD = 'x-rule';
 
-function createAjv(coerceTypes: boolean): Ajv {
+function createAjv(coerceTypes: boolean, allErrors: boolean): Ajv {
   const options: Options = {
-    allErrors: true,
+    allErrors,
     coerceTypes,
     useDefaults: false,
     removeAdditional: false,
@@ -73,11 +73,59 @@ function queryError(name: string, keyword: string, params: Record<string, unknow
   return { instancePath: `/${name}`, schemaPath: '', keyword, params };
 }
 
+/**
+ * Documents with more values than this are refused with their first error only. Listing every
+ * error costs an object per error: a 256 KiB body of 85,000 empty strings in an array that
+ * allows 100 gave 85,000 of them (0.4–1.2 s of CPU), to report at most 100.
+ */
+const MAX_VALUES_FOR_EVERY_ERROR = 1_000;
+
+/** Whether `data` holds at most `budget` values (objects, arrays and scalars); stops early. */
+function isSmallDocument(data: unknown, budget: number): boolean {
+  const pending: unknown[] = [data];
+  let seen = 0;
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (++seen > budget) return false;
+    if (typeof value === 'object' && value !== null) {
+      const children = Array.isArray(value) ? value : Object.values(value);
+      if (seen + children.length > budget) return false;
+      pending.push(...children);
+    }
+  }
+  return true;
+}
+
+/**
+ * Bodies are checked in two passes: one that stops at the first error (every body, so the cost
+ * is bounded by the body's size), then, for a small invalid body, one that lists every error.
+ */
+function bodyValidator(first: Ajv, every: Ajv, schema: object): Validate {
+  const validateFirst = first.compile(schema);
+  let validateEvery: Validate | undefined;
+  const validateBody: Validate = (data) => {
+    if (validateFirst(data)) {
+      validateBody.errors = null;
+      return true;
+    }
+    if (isSmallDocument(data, MAX_VALUES_FOR_EVERY_ERROR)) {
+      validateEvery ??= every.compile(schema);
+      validateEvery(data);
+      validateBody.errors = validateEvery.errors ?? validateFirst.errors ?? null;
+    } else {
+      validateBody.errors = validateFirst.errors ?? null;
+    }
+    return false;
+  };
+  return validateBody;
+}
+
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  const strict = createAjv(false);
-  const coercing = createAjv(true);
+  const firstError = createAjv(false, false);
+  const everyError = createAjv(false, true);
+  const coercing = createAjv(true, true);
   return function compileValidator({ schema, httpPart }) {
-    if (httpPart === 'body') return strict.compile(schema as object);
+    if (httpPart === 'body') return bodyValidator(firstError, everyError, schema as object);
     if (httpPart === 'querystring') return strictQueryValidator(coercing, schema as object);
     return coercing.compile(schema as object);
   };
@@ -85,7 +133,7 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
 
 /** Checks a value against a body schema outside HTTP (the CLI), with the same messages. */
 export function createBodyChecker(): (schema: object, value: unknown) => InvalidParam[] {
-  const ajv = createAjv(false);
+  const ajv = createAjv(false, true);
   return (schema, value) => {
     const validate = ajv.compile(schema);
     return validate(value) ? [] : toInvalidParams(validate.errors ?? [], 'body');

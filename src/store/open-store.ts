@@ -6,11 +6,16 @@ import type { Store } from './store.js';
 export interface OpenStoreOptions {
   /** Told when a pooled PostgreSQL connection fails while idle (the pool replaces it). */
   onIdleError?: (error: Error) => void;
+  /** Open an existing SQLite file only; never create it or its directory. */
+  mustExist?: boolean;
 }
 
 /** The Store for a configured database, opened but not yet migrated. */
 export function openStore(database: DatabaseConfig, options: OpenStoreOptions = {}): Store {
-  if (database.kind === 'sqlite') return openSqliteStore({ path: database.path });
+  if (database.kind === 'sqlite') {
+    return openSqliteStore({ path: database.path, mustExist: options.mustExist === true });
+  }
   const { kind: _kind, ...postgres } = database;
-  return openPostgresStore({ ...postgres, ...options });
+  const { mustExist: _mustExist, ...postgresOptions } = options;
+  return openPostgresStore({ ...postgres, ...postgresOptions });
 }

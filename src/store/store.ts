@@ -60,10 +60,29 @@ export interface ApiKeyRecord {
   /** The client_ids the key is restricted to; null means every application. */
   applications: string[] | null;
   createdAt: number;
-  /** Changes only when the key's grants change (the bootstrap key after an upgrade). */
+  /** Changes when the key's grants or secret change, or when it is revoked. */
   updatedAt: number;
   expiresAt: number | null;
   lastUsedAt: number | null;
+  /** Hex SHA-256 of the secret a rotation replaced, or null; it works until previousExpiresAt. */
+  previousSecretDigest: string | null;
+  previousExpiresAt: number | null;
+  /** When the key was revoked; a revoked key is kept (for the audit trail) and never works again. */
+  revokedAt: number | null;
+}
+
+export interface ApiKeyFilter {
+  /** Also revoked keys. */
+  includeRevoked: boolean;
+}
+
+export interface ApiKeySecretChange {
+  /** The digest the key must still have: a concurrent rotation makes this one fail. */
+  expectedDigest: string;
+  secretDigest: string;
+  /** Until when the replaced secret keeps working. */
+  previousExpiresAt: number;
+  updatedAt: number;
 }
 
 /** A keyset page request: rows strictly after `after`, in the store's total order. */
@@ -182,27 +201,40 @@ export interface ApiKeyRepository {
   /** Inserts a key. DuplicateError when the id or the secret digest exists. */
   insertApiKey(key: ApiKeyRecord): Promise<void>;
   /**
-   * Inserts the key only when the store holds no API key at all; returns whether it did.
-   * Atomic across instances sharing the database: two racing callers never both insert.
+   * Inserts the key only when the store holds no API key at all (revoked ones count);
+   * returns whether it did. Atomic across instances sharing the database: two racing callers
+   * never both insert.
    */
   insertFirstApiKey(key: ApiKeyRecord): Promise<boolean>;
-  /** The key whose secret has this digest, or undefined. */
+  /**
+   * The key whose secret, or previous secret, has this digest, revoked or not, or undefined.
+   * Deciding whether that secret still works is the caller's.
+   */
   findApiKeyByDigest(secretDigest: string): Promise<ApiKeyRecord | undefined>;
-  /** The key, or undefined. */
+  /** The key, revoked or not, or undefined. */
   findApiKey(id: string): Promise<ApiKeyRecord | undefined>;
-  /** Keys ordered by id, after the given id. */
-  listApiKeys(page: PageQuery<string>): Promise<ApiKeyRecord[]>;
-  /** How many keys exist. */
-  countApiKeys(): Promise<number>;
+  /** Keys ordered by id, after the given id; revoked ones only when the filter asks. */
+  listApiKeys(filter: ApiKeyFilter, page: PageQuery<string>): Promise<ApiKeyRecord[]>;
+  /** How many keys the filter matches. */
+  countApiKeys(filter: ApiKeyFilter): Promise<number>;
   /** Sets the key's roles and restriction and clears its expiry (the bootstrap key's contract). */
   updateApiKeyGrants(
     id: string,
     grants: { roles: string[]; applications: string[] | null; updatedAt: number },
   ): Promise<void>;
+  /**
+   * Gives an unrevoked key a new secret when its digest is still `change.expectedDigest`; the
+   * replaced digest becomes the previous one (a former previous one is dropped). False when
+   * the key is gone, revoked or rotated meanwhile: nothing is written then.
+   */
+  rotateApiKeySecret(id: string, change: ApiKeySecretChange): Promise<boolean>;
   /** Records a use; never moves last_used_at backwards. */
   touchApiKey(id: string, usedAt: number): Promise<void>;
-  /** Deletes (revokes) the key; false when it did not exist. */
-  deleteApiKey(id: string): Promise<boolean>;
+  /**
+   * Revokes the key at `revokedAt`, keeping its record; false when it does not exist or was
+   * revoked already (the first revocation time stays).
+   */
+  revokeApiKey(id: string, revokedAt: number): Promise<boolean>;
 }
 
 export interface GroupRepository {
@@ -255,11 +287,16 @@ export interface SigningKeyRecord {
   algorithm: 'ES256' | 'EdDSA' | 'RS256';
   /** The public key as a JWK (no private members). */
   publicJwk: Record<string, unknown>;
-  /** The private key as a JWK. A secret: never logged, never leaves the store but to sign. */
-  privateJwk: Record<string, unknown>;
+  /**
+   * The private key as stored: JWK JSON text, or that text sealed with IAM_SECRET_KEY. A
+   * secret: never logged, never leaves the store but to sign. The store keeps it as given.
+   */
+  privateKey: string;
   createdAt: number;
   /** When it starts signing; it is published from createdAt on. */
   activatesAt: number;
+  /** When it was revoked (an emergency: it left the JWKS at once), or null. */
+  revokedAt: number | null;
 }
 
 export interface SigningKeyRepository {
@@ -270,6 +307,13 @@ export interface SigningKeyRepository {
   insertSigningKey(key: SigningKeyRecord): Promise<void>;
   /** Every key, ordered by generation (oldest first). */
   listSigningKeys(): Promise<SigningKeyRecord[]>;
+  /** Marks the key revoked; false when it does not exist or was revoked already. */
+  revokeSigningKey(kid: string, revokedAt: number): Promise<boolean>;
+  /**
+   * Replaces the stored private key when it is still `expected` (sealing a key stored in
+   * clear); false when it is not, or the key is gone.
+   */
+  replacePrivateKey(kid: string, expected: string, next: string): Promise<boolean>;
 }
 
 export interface Store {

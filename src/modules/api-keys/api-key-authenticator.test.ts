@@ -18,6 +18,9 @@ function keyFor(secret: string, id: string): ApiKeyRecord {
     updatedAt: NOW,
     expiresAt: null,
     lastUsedAt: null,
+    previousSecretDigest: null,
+    previousExpiresAt: null,
+    revokedAt: null,
   };
 }
 
@@ -77,11 +80,11 @@ describe('ApiKeyAuthenticator', () => {
     // The lookup reads the key, then is held back; meanwhile the key is revoked here.
     const racing = authenticator.authenticate('tsr_revoked');
     await new Promise((resolve) => setImmediate(resolve));
-    await store.apiKeys.deleteApiKey('revoked');
+    await store.apiKeys.revokeApiKey('revoked', NOW);
     authenticator.forgetKey('revoked');
     observer.gate = null;
     release();
-    assert.equal(await racing, undefined, 'the raced lookup read again and found nothing');
+    assert.equal(await racing, undefined, 'the raced lookup read again and found it revoked');
     assert.equal(await authenticator.authenticate('tsr_revoked'), undefined);
   });
 });

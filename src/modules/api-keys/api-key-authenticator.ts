@@ -53,13 +53,17 @@ export class ApiKeyAuthenticator {
     this.#unknown = new LRUCache({ ...cacheOptions, max: options.maxCachedMisses ?? 1_000 });
   }
 
-  /** The live (known, unexpired) key for this secret, or undefined. */
+  /**
+   * The live key for this secret, or undefined: known, not revoked, not expired, and the
+   * secret is its current one, or the one a rotation replaced while its overlap lasts.
+   */
   async authenticate(secret: string): Promise<ApiKeyRecord | undefined> {
     const digest = digestSecret(secret);
     const key = this.#known.get(digest) ?? (await this.#lookUp(digest));
-    if (key === undefined) return undefined;
+    if (key === undefined || key.revokedAt !== null) return undefined;
     const now = this.deps.clock.now();
     if (key.expiresAt !== null && key.expiresAt <= now) return undefined;
+    if (digest !== key.secretDigest && !(key.previousExpiresAt! > now)) return undefined;
     this.#recordUse(key, now);
     return key;
   }

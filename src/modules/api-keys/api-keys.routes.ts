@@ -10,17 +10,19 @@ import {
   NoContent,
   NoQuery,
   NotModified,
-  PageQuery,
   apiKeySecurity,
   problemResponses,
 } from '../../http/schemas.js';
 import type { ApiKeyRecord } from '../../store/store.js';
 import {
   ApiKey,
+  ApiKeyListQuery,
   ApiKeyPage,
   ApiKeyParams,
   CreateApiKeyBody,
   CreatedApiKey,
+  DEFAULT_ROTATION_OVERLAP_SECONDS,
+  RotateApiKeyBody,
   toApiKeyResource,
 } from './api-keys.schemas.js';
 import { type ApiKeysService, type KeyCaller, apiKeyVersion } from './api-keys.service.js';
@@ -83,9 +85,11 @@ export function registerApiKeyRoutes(
         tags,
         operationId: 'listApiKeys',
         summary: 'List API keys, oldest first',
-        description: 'A restricted key sees only keys restricted within its own applications.',
+        description:
+          'A restricted key sees only keys restricted within its own applications. Revoked keys ' +
+          'are kept, with `revoked_at`, and listed with `include_revoked=true`.',
         security: apiKeySecurity,
-        querystring: PageQuery,
+        querystring: ApiKeyListQuery,
         response: {
           200: JsonResponse(ApiKeyPage, 'A page of keys', ['link']),
           ...problemResponses(403),
@@ -94,16 +98,19 @@ export function registerApiKeyRoutes(
     },
     async function listApiKeys(request, reply) {
       const caller = callerOf(request);
+      const { include_revoked: includeRevoked = false, ...page } = request.query;
+      const filter = { includeRevoked };
       return servePage({
         request,
         reply,
         cursors,
-        scope: CURSOR_SCOPE,
-        query: request.query,
+        // A cursor of one list is not valid in the other.
+        scope: includeRevoked ? `${CURSOR_SCOPE}:with-revoked` : CURSOR_SCOPE,
+        query: page,
         toPosition: stringPosition,
         positionOf: (key: ApiKeyRecord) => key.id,
-        fetch: (after, limit) => apiKeys.listApiKeys(caller, after, limit),
-        count: () => apiKeys.countApiKeys(caller),
+        fetch: (after, limit) => apiKeys.listApiKeys(caller, filter, after, limit),
+        count: () => apiKeys.countApiKeys(caller, filter),
         toResource: toApiKeyResource,
       });
     },
@@ -142,7 +149,10 @@ export function registerApiKeyRoutes(
         tags,
         operationId: 'revokeApiKey',
         summary: 'Revoke an API key',
-        description: 'Takes effect on every instance within one second.',
+        description:
+          'Takes effect on every instance within one second. The key is kept, with `revoked_at`; ' +
+          'revoking it again changes nothing. A key can revoke only keys whose roles and ' +
+          'restriction lie within its own (else 403).',
         security: apiKeySecurity,
         params: ApiKeyParams,
         querystring: NoQuery,
@@ -153,6 +163,44 @@ export function registerApiKeyRoutes(
     async function revokeApiKey(request, reply) {
       await apiKeys.revokeApiKey(callerOf(request), request.params.id, ifMatchCondition(request));
       return reply.code(204).send(null);
+    },
+  );
+
+  api.post(
+    '/api-keys/:id/rotate',
+    {
+      config: { role: 'keys:write' },
+      schema: {
+        tags,
+        operationId: 'rotateApiKey',
+        summary: 'Give an API key a new secret, the old one working for a while longer',
+        description:
+          'The new secret is in `key`, in this response only. The previous secret keeps working ' +
+          'until `previous_expires_at` (`previous_valid_for_seconds`, default one day; 0 ends it ' +
+          'at once); rotating again ends that overlap. A key can rotate only keys it could have ' +
+          'created (roles, restriction and lifetime within its own, else 403).',
+        security: apiKeySecurity,
+        params: ApiKeyParams,
+        querystring: NoQuery,
+        headers: IfMatchHeaders,
+        body: RotateApiKeyBody,
+        response: {
+          200: JsonResponse(CreatedApiKey, 'The key, with its new secret', ['etag']),
+          ...problemResponses(403, 404, 409, 412, 413, 415),
+        },
+      },
+    },
+    async function rotateApiKey(request, reply) {
+      const seconds = request.body.previous_valid_for_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
+      const rotated = await apiKeys.rotateApiKey(
+        callerOf(request),
+        request.params.id,
+        seconds * 1000,
+        ifMatchCondition(request),
+      );
+      reply.header('cache-control', 'no-store');
+      const representation = { ...toApiKeyResource(rotated.record), key: rotated.secret };
+      return sendVersioned(request, reply, apiKeyVersion(rotated.record), representation);
     },
   );
 }

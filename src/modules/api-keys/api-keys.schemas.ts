@@ -3,6 +3,7 @@ import type { ApiKeyRecord } from '../../store/store.js';
 import {
   Nullable,
   Page,
+  PageQueryProperties,
   StringEnum,
   Timestamp,
   TrimmedText,
@@ -56,6 +57,18 @@ const apiKeyProperties = {
   updated_at: Timestamp,
   expires_at: Nullable(Timestamp),
   last_used_at: Nullable(Timestamp),
+  previous_expires_at: Nullable(
+    Type.String({
+      format: 'date-time',
+      description: 'Until when the secret replaced by the last rotation still works, or null.',
+    }),
+  ),
+  revoked_at: Nullable(
+    Type.String({
+      format: 'date-time',
+      description: 'When the key was revoked (it never works again), or null.',
+    }),
+  ),
 };
 
 export const ApiKey = Type.Object(apiKeyProperties);
@@ -84,6 +97,34 @@ export const ApiKeyParams = Type.Object(
 
 export const ApiKeyPage = Page(ApiKey);
 
+export const ApiKeyListQuery = Type.Object(
+  {
+    ...PageQueryProperties,
+    include_revoked: Type.Optional(
+      Type.Boolean({ default: false, description: 'Also list revoked keys.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** One day: long enough for a deployment to pick up the new secret. */
+export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;
+
+export const RotateApiKeyBody = Type.Object(
+  {
+    previous_valid_for_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 604_800,
+        default: DEFAULT_ROTATION_OVERLAP_SECONDS,
+        description:
+          'How long the current secret keeps working beside the new one: 0–604800 (7 days), default 86400.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 /** The representation of a stored record (timestamps as RFC 3339). */
 function toTimestampOrNull(epochMillis: number | null): string | null {
   return epochMillis === null ? null : toTimestamp(epochMillis);
@@ -99,5 +140,7 @@ export function toApiKeyResource(key: ApiKeyRecord): ApiKey {
     updated_at: toTimestamp(key.updatedAt),
     expires_at: toTimestampOrNull(key.expiresAt),
     last_used_at: toTimestampOrNull(key.lastUsedAt),
+    previous_expires_at: toTimestampOrNull(key.previousExpiresAt),
+    revoked_at: toTimestampOrNull(key.revokedAt),
   };
 }

@@ -1,12 +1,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../clock.js';
-import { type VersionCondition, anyVersion, deleteConditionally } from '../conditional-writes.js';
+import { type VersionCondition, anyVersion, updateConditionally } from '../conditional-writes.js';
 import { invalid, problem } from '../../problems.js';
 import { ROLES, type Role } from '../../roles.js';
 import { DuplicateError } from '../../store/errors.js';
-import type { ApiKeyRecord, Store } from '../../store/store.js';
+import type { ApiKeyFilter, ApiKeyRecord, Store } from '../../store/store.js';
 import { type ApiKeyAuthenticator, digestSecret } from './api-key-authenticator.js';
+import {
+  type KeyCaller,
+  assertWithinCaller,
+  isUnrestricted,
+  isVisibleTo,
+} from './api-key-grants.js';
+
+export type { KeyCaller } from './api-key-grants.js';
 
 /** The prefix lets secret scanners (GitHub, GitGuardian, trufflehog) recognise a leaked key. */
 export const API_KEY_PREFIX = 'tsr_';
@@ -23,9 +31,6 @@ export interface IssuedApiKey {
   /** The secret. It exists only here: the store keeps its SHA-256 digest. */
   secret: string;
 }
-
-/** The caller acting on keys: an authenticated API key, or the operator (CLI, start-up). */
-export type KeyCaller = ApiKeyRecord | 'operator';
 
 /** 256 random bits, base64url, behind the recognisable prefix. */
 export function generateSecret(): string {
@@ -45,27 +50,26 @@ export function apiKeyVersion(key: ApiKeyRecord): string {
         key.updatedAt,
         key.expiresAt,
         key.lastUsedAt,
+        key.previousExpiresAt,
+        key.revokedAt,
       ]),
     )
     .digest('base64url')
     .slice(0, 22);
 }
 
-function isUnrestricted(caller: KeyCaller): boolean {
-  return caller === 'operator' || caller.applications === null;
-}
-
-/** Whether `caller` may see or revoke `key`: its restriction must lie within the caller's. */
-function isVisibleTo(caller: KeyCaller, key: ApiKeyRecord): boolean {
-  if (caller === 'operator' || caller.applications === null) return true;
-  const allowed = caller.applications;
-  return key.applications !== null && key.applications.every((id) => allowed.includes(id));
-}
-
 const SCAN_PAGE = 500;
 
 /** The id of the key made from IAM_BOOTSTRAP_API_KEY, to retire it when the variable changes. */
 const BOOTSTRAP_KEY_SETTING = 'bootstrap-api-key-id';
+
+/** The longest overlap a rotation may give the replaced secret: 7 days. */
+export const MAX_ROTATION_OVERLAP_MS = 604_800_000;
+
+/** IAM_BOOTSTRAP_API_KEY names a secret that can no longer be the bootstrap key. */
+export class BootstrapKeyRefusedError extends Error {
+  override readonly name = 'BootstrapKeyRefusedError';
+}
 
 export class ApiKeysService {
   constructor(
@@ -77,18 +81,13 @@ export class ApiKeysService {
     if (input.expiresAt !== null && input.expiresAt <= now) {
       throw invalid([{ pointer: '/expires_at', detail: 'must be in the future' }]);
     }
-    if (caller !== 'operator') assertNoEscalation(caller, input);
+    assertWithinCaller(caller, input, 'create');
     const secret = generateSecret();
     const record: ApiKeyRecord = {
-      id: uuidv7(),
-      name: input.name,
-      secretDigest: digestSecret(secret),
+      ...newKeyRecord(input.name, digestSecret(secret), now),
       roles: [...input.roles],
       applications: input.applications === null ? null : [...input.applications],
-      createdAt: now,
-      updatedAt: now,
       expiresAt: input.expiresAt,
-      lastUsedAt: null,
     };
     await this.deps.store.apiKeys.insertApiKey(record);
     this.deps.authenticator.forgetDigest(record.secretDigest);
@@ -98,32 +97,38 @@ export class ApiKeysService {
   /** Up to `limit` keys after the given id, in id (creation) order, that the caller may see. */
   async listApiKeys(
     caller: KeyCaller,
+    filter: ApiKeyFilter,
     after: string | null,
     limit: number,
   ): Promise<ApiKeyRecord[]> {
     const found: ApiKeyRecord[] = [];
-    for await (const key of this.visibleKeys(caller, after, limit)) {
+    for await (const key of this.visibleKeys(caller, filter, after, limit)) {
       found.push(key);
       if (found.length === limit) break;
     }
     return found;
   }
 
-  async countApiKeys(caller: KeyCaller): Promise<number> {
-    if (isUnrestricted(caller)) return this.deps.store.apiKeys.countApiKeys();
+  async countApiKeys(caller: KeyCaller, filter: ApiKeyFilter): Promise<number> {
+    if (isUnrestricted(caller)) return this.deps.store.apiKeys.countApiKeys(filter);
     let count = 0;
-    for await (const _key of this.visibleKeys(caller, null, SCAN_PAGE)) count++;
+    for await (const _key of this.visibleKeys(caller, filter, null, SCAN_PAGE)) count++;
     return count;
   }
 
   /** The keys the caller may see, in id order, read from the store a batch at a time. */
-  private async *visibleKeys(caller: KeyCaller, after: string | null, wanted: number) {
+  private async *visibleKeys(
+    caller: KeyCaller,
+    filter: ApiKeyFilter,
+    after: string | null,
+    wanted: number,
+  ) {
     // An unrestricted caller sees every key, so one batch of the wanted size suffices;
     // a restricted one sees a subset, so scan in larger batches.
     const batchSize = isUnrestricted(caller) ? wanted : SCAN_PAGE;
     let position = after;
     for (;;) {
-      const batch = await this.deps.store.apiKeys.listApiKeys({
+      const batch = await this.deps.store.apiKeys.listApiKeys(filter, {
         after: position,
         limit: batchSize,
       });
@@ -139,21 +144,80 @@ export class ApiKeysService {
     return key;
   }
 
+  /**
+   * Revokes a key the caller may see and whose powers lie within its own (else 403), keeping
+   * its record with revoked_at. Revoking a revoked key changes nothing. Takes effect here at
+   * once and on every other instance within a second (their lookups are cached for 500 ms).
+   */
   async revokeApiKey(
     caller: KeyCaller,
     id: string,
     condition: VersionCondition = anyVersion,
-  ): Promise<void> {
-    await deleteConditionally({
-      load: async () => {
-        const key = await this.findVisible(caller, id);
-        return key && { ...key, etag: apiKeyVersion(key) };
-      },
+  ): Promise<ApiKeyRecord> {
+    const now = this.deps.clock.now();
+    const revoked = await updateConditionally({
+      load: () => this.findVersioned(caller, id),
       notFound: () => keyNotFound(id),
       condition,
-      remove: () => this.deps.store.apiKeys.deleteApiKey(id),
+      change: (current) => {
+        assertWithinCaller(caller, current, 'revoke');
+        return current.revokedAt === null ? { ...current, revokedAt: now, updatedAt: now } : null;
+      },
+      save: (next) => this.deps.store.apiKeys.revokeApiKey(id, next.revokedAt!),
     });
     this.deps.authenticator.forgetKey(id);
+    return withoutVersion(revoked);
+  }
+
+  /**
+   * Gives a key a new secret; the replaced one keeps working for `previousValidForMs` (0–7
+   * days), so the key's users can switch over without an outage. The caller must be allowed
+   * to create the key it takes over (roles, restriction, lifetime); a revoked key and the key
+   * of IAM_BOOTSTRAP_API_KEY (rotate the variable instead) are refused with 409.
+   */
+  async rotateApiKey(
+    caller: KeyCaller,
+    id: string,
+    previousValidForMs: number,
+    condition: VersionCondition = anyVersion,
+  ): Promise<IssuedApiKey> {
+    const secret = generateSecret();
+    const bootstrapKeyId = await this.deps.store.settings.findSetting(BOOTSTRAP_KEY_SETTING);
+    const rotated = await updateConditionally({
+      load: () => this.findVersioned(caller, id),
+      notFound: () => keyNotFound(id),
+      condition,
+      change: (current) => {
+        assertWithinCaller(caller, current, 'rotate');
+        if (current.revokedAt !== null) {
+          throw problem('conflict', 'This API key is revoked; create a new one instead.');
+        }
+        if (current.id === bootstrapKeyId) {
+          throw problem(
+            'conflict',
+            'This is the key of IAM_BOOTSTRAP_API_KEY: rotate it by giving the variable a new value.',
+          );
+        }
+        const now = this.deps.clock.now();
+        return {
+          ...current,
+          secretDigest: digestSecret(secret),
+          previousSecretDigest: current.secretDigest,
+          previousExpiresAt: now + previousValidForMs,
+          updatedAt: now,
+        };
+      },
+      save: (next) =>
+        this.deps.store.apiKeys.rotateApiKeySecret(id, {
+          expectedDigest: next.previousSecretDigest!,
+          secretDigest: next.secretDigest,
+          previousExpiresAt: next.previousExpiresAt!,
+          updatedAt: next.updatedAt,
+        }),
+    });
+    this.deps.authenticator.forgetKey(id);
+    this.deps.authenticator.forgetDigest(rotated.secretDigest);
+    return { record: withoutVersion(rotated), secret };
   }
 
   /**
@@ -170,6 +234,15 @@ export class ApiKeysService {
     const now = this.deps.clock.now();
     let key = await store.apiKeys.findApiKeyByDigest(digest);
     let outcome: 'created' | 'updated' | 'unchanged' = 'unchanged';
+    if (key !== undefined && (key.revokedAt !== null || key.secretDigest !== digest)) {
+      // A revoked secret never works again, and a rotated-away one expires: neither can be
+      // the key that makes sure someone can always call the API.
+      throw new BootstrapKeyRefusedError(
+        key.revokedAt !== null
+          ? 'IAM_BOOTSTRAP_API_KEY is the secret of a revoked key; give it a new value'
+          : 'IAM_BOOTSTRAP_API_KEY is the former secret of a rotated key; give it a new value',
+      );
+    }
     if (key === undefined) {
       const created = allRolesKey('bootstrap (IAM_BOOTSTRAP_API_KEY)', digest, now);
       try {
@@ -198,7 +271,7 @@ export class ApiKeysService {
     const previous = await store.settings.findSetting(BOOTSTRAP_KEY_SETTING);
     let revokedPrevious = false;
     if (previous !== undefined && previous !== key.id) {
-      revokedPrevious = await store.apiKeys.deleteApiKey(previous);
+      revokedPrevious = await store.apiKeys.revokeApiKey(previous, now);
       this.deps.authenticator.forgetKey(previous);
     }
     if (previous !== key.id) await store.settings.putSetting(BOOTSTRAP_KEY_SETTING, key.id);
@@ -207,7 +280,7 @@ export class ApiKeysService {
 
   /** Whether the store holds no key at all, so that a first one must be issued. */
   async needsFirstKey(): Promise<boolean> {
-    return (await this.deps.store.apiKeys.countApiKeys()) === 0;
+    return (await this.deps.store.apiKeys.countApiKeys({ includeRevoked: true })) === 0;
   }
 
   /**
@@ -224,56 +297,41 @@ export class ApiKeysService {
     // A key outside the caller's restriction is reported missing: its existence is not theirs to learn.
     return key !== undefined && isVisibleTo(caller, key) ? key : undefined;
   }
+
+  private async findVersioned(caller: KeyCaller, id: string) {
+    const key = await this.findVisible(caller, id);
+    return key && { ...key, etag: apiKeyVersion(key) };
+  }
 }
 
-/** An unrestricted, never-expiring key with every role: the operator's keys. */
-function allRolesKey(name: string, secretDigest: string, now: number): ApiKeyRecord {
+function withoutVersion(key: ApiKeyRecord & { etag: string }): ApiKeyRecord {
+  const { etag: _etag, ...record } = key;
+  return record;
+}
+
+/** A new, unrestricted, never-expiring key record with no grants yet. */
+function newKeyRecord(name: string, secretDigest: string, now: number): ApiKeyRecord {
   return {
     id: uuidv7(),
     name,
     secretDigest,
-    roles: [...ROLES],
+    roles: [],
     applications: null,
     createdAt: now,
     updatedAt: now,
     expiresAt: null,
     lastUsedAt: null,
+    previousSecretDigest: null,
+    previousExpiresAt: null,
+    revokedAt: null,
   };
+}
+
+/** An unrestricted, never-expiring key with every role: the operator's keys. */
+function allRolesKey(name: string, secretDigest: string, now: number): ApiKeyRecord {
+  return { ...newKeyRecord(name, secretDigest, now), roles: [...ROLES] };
 }
 
 function keyNotFound(id: string) {
   return problem('not-found', `No API key with id "${id}".`);
-}
-
-/** A key may only mint keys with a subset of its own powers: roles, applications and lifetime. */
-function assertNoEscalation(caller: ApiKeyRecord, input: NewApiKey): void {
-  const extraRoles = input.roles.filter((role) => !caller.roles.includes(role));
-  if (extraRoles.length > 0) {
-    throw problem(
-      'forbidden',
-      `This API key cannot grant roles it does not hold: ${extraRoles.join(', ')}.`,
-    );
-  }
-  if (caller.applications !== null) {
-    const allowed = caller.applications;
-    if (input.applications === null) {
-      throw problem(
-        'forbidden',
-        'This API key is restricted to some applications; a key it creates must be restricted to them too.',
-      );
-    }
-    const outside = input.applications.filter((id) => !allowed.includes(id));
-    if (outside.length > 0) {
-      throw problem('forbidden', `This API key cannot grant access to: ${outside.join(', ')}.`);
-    }
-  }
-  if (
-    caller.expiresAt !== null &&
-    (input.expiresAt === null || input.expiresAt > caller.expiresAt)
-  ) {
-    throw problem(
-      'forbidden',
-      `This API key expires at ${new Date(caller.expiresAt).toISOString()}; a key it creates cannot outlive it.`,
-    );
-  }
 }

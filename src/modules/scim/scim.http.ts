@@ -5,6 +5,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAuthentication, type Authenticate } from '../../http/auth.js';
+import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { JSON_MEDIA_TYPE, registerJsonBodies } from '../../http/content-types.js';
 import { toProblem } from '../../http/error-handler.js';
 import { type RateLimitOptions, registerRateLimit } from '../../http/rate-limit.js';
@@ -68,11 +69,17 @@ export function baseUrl(request: FastifyRequest, clientId: string): string {
 /** Sets up the SCIM scope's cross-cutting pieces; routes are added by the caller. */
 export async function prepareScimScope(
   scope: FastifyInstance,
-  deps: { authenticate: Authenticate; rateLimit: RateLimitOptions; routes: RouteIndex },
+  deps: {
+    authenticate: Authenticate;
+    /** Failed authentication per address, counted with the API's. */
+    failures: AuthFailureLimiter;
+    rateLimit: RateLimitOptions;
+    routes: RouteIndex;
+  },
 ): Promise<void> {
   registerJsonBodies(scope, [SCIM_MEDIA_TYPE, JSON_MEDIA_TYPE]);
   // SCIM clients send `Authorization: Bearer <token>`; the token here is a Tessera API key.
-  registerAuthentication(scope, deps.authenticate, {
+  registerAuthentication(scope, deps.authenticate, deps.failures, {
     accepted: ['bearer', 'apikey'],
     challenge: 'Bearer',
   });

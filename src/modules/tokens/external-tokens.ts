@@ -2,32 +2,15 @@
 // the application's external_token_validation (SPEC §7). One pipeline of small named checks;
 // the exchange stops at the first that fails, and the dry run reports which one it was.
 
-import { LRUCache } from 'lru-cache';
-import {
-  type CryptoKey,
-  type JWTVerifyGetKey,
-  type RemoteJWKSet,
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  customFetch,
-  decodeJwt,
-  decodeProtectedHeader,
-  errors,
-  jwtVerify,
-} from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
 import { Compile } from 'typebox/compile';
 import type { Clock } from '../../clock.js';
+import { quoteInput } from '../../problems.js';
 import type { ApplicationRecord } from '../../store/store.js';
 import { isObject } from '../merge-patch.js';
 import { Identifier, Provider } from '../users/users.schemas.js';
-import {
-  type OutboundPolicy,
-  OutboundRefusedError,
-  OutboundUnavailableError,
-  OUTBOUND_TIMEOUT_MS,
-  fencedFetch,
-  refuseUrl,
-} from './outbound-fetch.js';
+import { type OutboundPolicy, OutboundRefusedError, refuseUrl } from './outbound-fetch.js';
+import { ProviderKeys, isUnavailable } from './provider-keys.js';
 
 /** The checks, in the order they run. */
 export const CHECKS = [
@@ -42,6 +25,7 @@ export const CHECKS = [
   'audience',
   'expiry',
   'not_before',
+  'issued_at',
   'claims',
   'identifier',
   'user',
@@ -75,7 +59,7 @@ export const ASYMMETRIC_ALGORITHMS = [
 const PROVIDER = Compile(Provider);
 const IDENTIFIER = Compile(Identifier);
 
-/** exp and nbf may be off by this much (SPEC §7). */
+/** exp, nbf and iat may be off by this much (SPEC §7, §8). */
 export const CLOCK_TOLERANCE_SECONDS = 60;
 
 /** An entry of external_token_validation, checked and normalised. */
@@ -107,8 +91,7 @@ const fail = (check: CheckName, detail: string, retryable = false): CheckFailure
 });
 
 export class ExternalTokenVerifier {
-  /** One remote key set per jwks_uri: keys cached, refetched on an unknown kid after a cooldown. */
-  readonly #keySets: LRUCache<string, RemoteJWKSet>;
+  readonly #providerKeys: ProviderKeys;
 
   constructor(
     private readonly deps: {
@@ -120,7 +103,7 @@ export class ExternalTokenVerifier {
       cacheMaxAgeMs?: number;
     },
   ) {
-    this.#keySets = new LRUCache({ max: 1000 });
+    this.#providerKeys = new ProviderKeys(deps);
   }
 
   async inspect(application: ApplicationRecord, token: string): Promise<TokenInspection> {
@@ -160,9 +143,8 @@ export class ExternalTokenVerifier {
     token: string,
     entry: ValidationEntry,
   ): Promise<{ claims: Record<string, unknown> } | CheckFailure> {
-    const remote = this.#keySet(entry.jwksUri);
     try {
-      const { payload } = await jwtVerify(token, withCachedKeysOnOutage(remote), {
+      const { payload } = await jwtVerify(token, this.#providerKeys.resolverFor(entry.jwksUri), {
         issuer: entry.issuer,
         audience: entry.audience,
         algorithms: entry.algorithms,
@@ -170,24 +152,18 @@ export class ExternalTokenVerifier {
         currentDate: new Date(this.deps.clock.now()),
         requiredClaims: ['exp'],
       });
+      // jose checks iat only against a maximum age; one from the future is refused here.
+      const nowSeconds = this.deps.clock.now() / 1000;
+      if (typeof payload.iat === 'number' && payload.iat > nowSeconds + CLOCK_TOLERANCE_SECONDS) {
+        return fail(
+          'issued_at',
+          `The token claims to be issued in the future (iat), beyond ${CLOCK_TOLERANCE_SECONDS} s of leeway.`,
+        );
+      }
       return { claims: payload as Record<string, unknown> };
     } catch (error) {
       return classifyVerificationError(error, entry);
     }
-  }
-
-  #keySet(url: URL): RemoteJWKSet {
-    let keySet = this.#keySets.get(url.href);
-    if (keySet === undefined) {
-      keySet = createRemoteJWKSet(url, {
-        timeoutDuration: OUTBOUND_TIMEOUT_MS,
-        cooldownDuration: this.deps.cooldownMs ?? 30_000,
-        cacheMaxAge: this.deps.cacheMaxAgeMs ?? 10 * 60_000,
-        [customFetch]: fencedFetch(this.deps.policy),
-      });
-      this.#keySets.set(url.href, keySet);
-    }
-    return keySet;
   }
 }
 
@@ -223,7 +199,7 @@ function findEntry(
   }
   return fail(
     'issuer',
-    `No entry of external_token_validation has the issuer "${claims.iss}" of this token.`,
+    `No entry of external_token_validation has the issuer "${quoteInput(claims.iss)}" of this token.`,
   );
 }
 
@@ -287,7 +263,7 @@ function checkAlgorithm(header: Record<string, unknown>, entry: ValidationEntry)
   if (typeof alg !== 'string' || !entry.algorithms.includes(alg)) {
     return fail(
       'algorithm',
-      `The token's algorithm ${JSON.stringify(alg ?? null)} is not allowed; allowed: ${entry.algorithms.join(', ')}.`,
+      `The token's algorithm ${quoteInput(JSON.stringify(alg ?? null))} is not allowed; allowed: ${entry.algorithms.join(', ')}.`,
     );
   }
   return null;
@@ -305,36 +281,6 @@ function checkIdentifier(
     );
   }
   return value;
-}
-
-function isUnavailable(error: unknown): boolean {
-  return (
-    error instanceof OutboundUnavailableError ||
-    error instanceof errors.JWKSTimeout ||
-    error instanceof errors.JWKSInvalid ||
-    // jose's "Expected 200 OK" and "Failed to parse" are plain JOSEErrors.
-    (error instanceof errors.JOSEError && error.code === 'ERR_JOSE_GENERIC')
-  );
-}
-
-/**
- * The remote key set, except that when the provider cannot be reached the keys fetched
- * before are used: an outage at the provider does not log anyone out while their key is known.
- */
-function withCachedKeysOnOutage(remote: RemoteJWKSet): JWTVerifyGetKey {
-  return async function resolveKey(header, token): Promise<CryptoKey> {
-    try {
-      return await remote(header, token);
-    } catch (error) {
-      const cached = remote.jwks();
-      if (!isUnavailable(error) || cached === undefined) throw error;
-      try {
-        return await createLocalJWKSet(cached)(header, token);
-      } catch {
-        throw error; // no cached key fits: still unavailable, not a bad token
-      }
-    }
-  };
 }
 
 // `iss` and the algorithm are not classified here: the entry was chosen by the token's `iss`,

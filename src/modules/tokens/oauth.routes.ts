@@ -4,10 +4,11 @@
 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type AuthFailureLimiter, retryAfterSeconds } from '../../http/auth-failures.js';
 import { assertUncompressed, decodeUtf8Body } from '../../http/content-types.js';
 import { toProblem } from '../../http/error-handler.js';
 import { JsonResponse } from '../../http/schemas.js';
-import { ProblemError } from '../../problems.js';
+import { ProblemError, quoteInput } from '../../problems.js';
 import type { AccessTokens } from './access-tokens.service.js';
 import {
   JWKS_MAX_AGE_SECONDS,
@@ -37,7 +38,13 @@ const tags = ['tokens'];
 
 export function registerOAuthRoutes(
   app: FastifyInstance,
-  deps: { signingKeys: SigningKeys; accessTokens: AccessTokens; tokenExchange: TokenExchange },
+  deps: {
+    signingKeys: SigningKeys;
+    accessTokens: AccessTokens;
+    tokenExchange: TokenExchange;
+    /** Refused token requests per client address (the outside token is the credential). */
+    failures: AuthFailureLimiter;
+  },
 ): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const issuer = deps.accessTokens.issuer;
@@ -46,6 +53,10 @@ export function registerOAuthRoutes(
     issuer,
     jwks_uri: `${issuer}${JWKS_PATH}`,
     token_endpoint: `${issuer}${TOKEN_ENDPOINT}`,
+    // Required by OpenID Connect Discovery. Tessera has no authorization endpoint, so no
+    // response type; `sub` (<provider>|<identifier>) is the same for every application.
+    response_types_supported: [],
+    subject_types_supported: ['public'],
     grant_types_supported: [TOKEN_EXCHANGE_GRANT],
     token_endpoint_auth_methods_supported: ['none'],
     subject_token_types_supported: [ID_TOKEN_TYPE],
@@ -95,8 +106,25 @@ export function registerOAuthRoutes(
         return parseForm(decodeUtf8Body(request, body, 'form data'));
       },
     );
-    scope.setErrorHandler(function answerOAuthError(error, request, reply) {
-      return sendOAuthError(request, reply, toOAuthError(error, request));
+    // Before the body is read: past the limit, an address's tokens are not even parsed.
+    scope.addHook('onRequest', async function limitRefusedRequests(request) {
+      const waitMs = await deps.failures.retryAfterMs(request.ip);
+      if (waitMs > 0) {
+        const seconds = retryAfterSeconds(waitMs);
+        throw new OAuthError(
+          'temporarily_unavailable',
+          `Too many refused token requests from this address; retry in ${seconds} s.`,
+          429,
+          { 'retry-after': String(seconds) },
+        );
+      }
+    });
+    scope.setErrorHandler(async function answerOAuthError(error, request, reply) {
+      const failure = toOAuthError(error, request);
+      if (failure.status === 400 || failure.status === 401) {
+        await deps.failures.recordFailure(request.ip);
+      }
+      return sendOAuthError(request, reply, failure);
     });
 
     scope.withTypeProvider<TypeBoxTypeProvider>().post(
@@ -119,6 +147,11 @@ export function registerOAuthRoutes(
               'invalid_request, invalid_grant, unsupported_grant_type',
             ),
             401: JsonResponse(OAuthErrorBody, 'invalid_client'),
+            429: JsonResponse(
+              OAuthErrorBody,
+              'temporarily_unavailable: too many refused requests from this address',
+              ['retry-after'],
+            ),
             503: JsonResponse(OAuthErrorBody, 'temporarily_unavailable', ['retry-after']),
           },
         },
@@ -140,7 +173,10 @@ function parseForm(text: string): Record<string, string> {
   for (const [name, value] of new URLSearchParams(text)) {
     if (value === '') continue;
     if (Object.hasOwn(parameters, name)) {
-      throw new OAuthError('invalid_request', `The parameter ${name} is given more than once.`);
+      throw new OAuthError(
+        'invalid_request',
+        `The parameter ${quoteInput(name)} is given more than once.`,
+      );
     }
     parameters[name] = value;
   }

@@ -35,11 +35,21 @@ export interface OutboundPolicy {
   allowInsecure: boolean;
 }
 
-/** True for a public unicast address; false for anything an attacker could aim inwards. */
+/** IPv6 global unicast (RFC 4291 §2.4): the only IPv6 addresses an outside provider has. */
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * True for a public unicast address; false for anything an attacker could aim inwards. IPv6
+ * must be global unicast (2000::/3) and none of the forms that carry an IPv4 address or a
+ * tunnel (6to4, Teredo) nor a reserved block: IPv4-compatible ::7f00:1 is 127.0.0.1 to some
+ * stacks, and ipaddr.js calls it plain unicast.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   // process() unwraps IPv4-mapped IPv6 (::ffff:a.b.c.d), so it is judged as IPv4.
-  return ipaddr.process(address).range() === 'unicast';
+  const parsed = ipaddr.process(address);
+  if (parsed.range() !== 'unicast') return false;
+  return parsed.kind() === 'ipv4' || parsed.match(GLOBAL_UNICAST);
 }
 
 /** Why the URL may not be fetched at all, or null when its form is acceptable. */
@@ -67,8 +77,9 @@ function fencedLookup(policy: OutboundPolicy): LookupFunction {
         ? undefined
         : addresses.find((entry) => !isPublicAddress(entry.address));
       if (refused !== undefined || addresses.length === 0) {
+        // The resolved address is not named: it would tell a caller about the inside network.
         const reason = refused
-          ? `jwks_uri host ${hostname} resolves to a non-public address (${refused.address})`
+          ? `jwks_uri host ${hostname} resolves to a non-public address`
           : `jwks_uri host ${hostname} has no address`;
         callback(new OutboundRefusedError(reason), '', 0);
         return;

@@ -8,18 +8,31 @@
 //   when a newer key starts signing → still published until every token it can have signed
 //   has expired: the longest token lifetime (43,200 minutes) plus a minute of clock skew
 //   after retirement → no longer published.
+// An emergency revocation (a leaked key) ends all of that at once: the key leaves the JWKS, so
+// the tokens it signed stop verifying; when it was the one signing, a new key that signs at
+// once is stored first.
 
 import { type KeyObject, createPrivateKey, randomBytes, sign } from 'node:crypto';
 import { type JWK, exportJWK, generateKeyPair } from 'jose';
 import type { Clock } from '../../clock.js';
+import { problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { SigningKeyRecord, Store } from '../../store/store.js';
+import {
+  PrivateKeySealer,
+  isSealed,
+  missingSecretKey,
+  openPrivateKey,
+} from './private-key-sealing.js';
 
 export const SIGNING_ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
 
-/** How long an instance trusts its copy of the key list before reading the store again. */
-export const KEY_CACHE_MS = 30_000;
+/**
+ * How long an instance trusts its copy of the key list before reading the store again: a
+ * revocation reaches every instance's JWKS and signer within a second.
+ */
+export const KEY_CACHE_MS = 1_000;
 /** A rotated key is published this long before it signs. */
 export const ACTIVATION_DELAY_MS = 10 * 60_000;
 /** `Cache-Control: max-age` of the JWKS; well below ACTIVATION_DELAY_MS - KEY_CACHE_MS. */
@@ -28,7 +41,7 @@ export const JWKS_MAX_AGE_SECONDS = 300;
 export const MAX_TOKEN_LIFETIME_MS = 43_200 * 60_000;
 const CLOCK_SKEW_MS = 60_000;
 
-export type SigningKeyState = 'pending' | 'active' | 'retired' | 'unpublished';
+export type SigningKeyState = 'pending' | 'active' | 'retired' | 'unpublished' | 'revoked';
 
 export interface SigningKeyStatus {
   kid: string;
@@ -41,33 +54,45 @@ export interface SigningKeyStatus {
   retiredAt: number | null;
   /** Until when its public key is in the JWKS, or null while it signs or waits to. */
   publishedUntil: number | null;
+  /** When it was revoked and left the JWKS, or null. */
+  revokedAt: number | null;
 }
 
-/** The key that signs at `now`: the newest one activated (the first key, before any has). */
+/**
+ * The key that signs at `now`: the newest unrevoked one activated (the first key, before any
+ * has); -1 when every key is revoked.
+ */
 function activeIndex(keys: readonly SigningKeyRecord[], now: number): number {
-  return Math.max(
-    0,
-    keys.findLastIndex((key) => key.activatesAt <= now),
-  );
+  const active = keys.findLastIndex((key) => key.activatesAt <= now && key.revokedAt === null);
+  return active !== -1 ? active : keys.findIndex((key) => key.revokedAt === null);
+}
+
+/** Whether a key signed at all before `now`: activated, and not revoked before it did. */
+function hasSigned(key: SigningKeyRecord, now: number): boolean {
+  return key.activatesAt <= now && (key.revokedAt === null || key.revokedAt > key.activatesAt);
 }
 
 /** Each key's state at `now`, in generation order. */
 export function describeSigningKeys(keys: readonly SigningKeyRecord[], now: number) {
   const active = activeIndex(keys, now);
   return keys.map((key, index): SigningKeyStatus => {
-    const successors = keys.slice(index + 1).filter((later) => later.activatesAt <= now);
+    const successors = keys.slice(index + 1).filter((later) => hasSigned(later, now));
     const retiredAt =
-      index < active ? Math.min(...successors.map((later) => later.activatesAt)) : null;
+      successors.length > 0 && hasSigned(key, now)
+        ? Math.min(...successors.map((later) => later.activatesAt))
+        : null;
     const publishedUntil =
       retiredAt === null ? null : retiredAt + MAX_TOKEN_LIFETIME_MS + CLOCK_SKEW_MS;
     const state: SigningKeyState =
-      index > active
-        ? 'pending'
+      key.revokedAt !== null
+        ? 'revoked'
         : index === active
           ? 'active'
-          : publishedUntil! > now
-            ? 'retired'
-            : 'unpublished';
+          : index > active || retiredAt === null
+            ? 'pending'
+            : publishedUntil! > now
+              ? 'retired'
+              : 'unpublished';
     return {
       kid: key.kid,
       generation: key.generation,
@@ -77,8 +102,17 @@ export function describeSigningKeys(keys: readonly SigningKeyRecord[], now: numb
       activatesAt: key.activatesAt,
       retiredAt,
       publishedUntil,
+      revokedAt: key.revokedAt,
     };
   });
+}
+
+/** A revocation: the revoked key, and the key that signs now (new when the revoked one did). */
+export interface SigningKeyRevocation {
+  revoked: SigningKeyStatus;
+  active: SigningKeyStatus;
+  /** The key added to sign in the revoked one's place, or null. */
+  added: SigningKeyRecord | null;
 }
 
 /** A public key as the JWKS publishes it. */
@@ -100,9 +134,49 @@ const DIGESTS: Record<SigningAlgorithm, string | null> = {
 
 export class SigningKeys {
   #cache: { keys: SigningKeyRecord[]; loadedAt: number } | null = null;
+  #loading: Promise<SigningKeyRecord[]> | null = null;
   readonly #signers = new Map<string, Signer>();
+  readonly #sealer: PrivateKeySealer | null;
 
-  constructor(private readonly deps: { store: Store; clock: Clock; algorithm: SigningAlgorithm }) {}
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      algorithm: SigningAlgorithm;
+      /** IAM_SECRET_KEY: private keys are sealed with it at rest; null: stored in clear. */
+      secretKey?: Buffer | null;
+    },
+  ) {
+    this.#sealer =
+      deps.secretKey === undefined || deps.secretKey === null
+        ? null
+        : new PrivateKeySealer(deps.secretKey);
+  }
+
+  /**
+   * Start-up: every stored private key must open (a missing or wrong IAM_SECRET_KEY for sealed
+   * keys throws SealedKeyError, naming the cause), and with IAM_SECRET_KEY set, keys still
+   * stored in clear are sealed. Returns how many keys it sealed, and how many stay in clear.
+   */
+  async sealStoredKeys(): Promise<{ sealed: number; inClear: number }> {
+    let sealed = 0;
+    let inClear = 0;
+    for (const key of await this.#load(true)) {
+      openPrivateKey(key.privateKey, key.kid, this.#sealer);
+      if (isSealed(key.privateKey)) continue;
+      if (this.#sealer === null) {
+        inClear++;
+        continue;
+      }
+      const next = this.#sealer.seal(key.privateKey, key.kid);
+      // Conditional: of instances starting together, one seals each key.
+      if (await this.deps.store.signingKeys.replacePrivateKey(key.kid, key.privateKey, next)) {
+        sealed++;
+      }
+    }
+    this.#cache = null;
+    return { sealed, inClear };
+  }
 
   /**
    * Makes sure a key of the configured algorithm exists: on first start the first key
@@ -114,19 +188,40 @@ export class SigningKeys {
     const keys = await this.#load(true);
     const latest = keys.at(-1);
     if (latest?.algorithm === this.deps.algorithm) return null;
-    return this.#add(latest, { retry: false });
+    return this.#add(latest, { retry: false, immediately: latest === undefined });
   }
 
   /** Adds a key of the configured algorithm that starts signing after ACTIVATION_DELAY_MS. */
   async rotate(): Promise<SigningKeyRecord> {
     const keys = await this.#load(true);
-    const added = await this.#add(keys.at(-1), { retry: true });
-    if (added === null) {
-      throw new Error(
-        'Other processes added signing keys at the same moment, four times in a row; rotate again.',
-      );
+    return this.#addOrFail(keys.at(-1), keys.length === 0);
+  }
+
+  /**
+   * Emergency revocation of a leaked key: it leaves the JWKS at once (on other instances
+   * within KEY_CACHE_MS), so tokens it signed stop verifying. When it is the key that signs,
+   * a new key that signs at once is stored first, so there is always an active key. Revoking
+   * a revoked key changes nothing.
+   */
+  async revokeSigningKey(kid: string): Promise<SigningKeyRevocation> {
+    const keys = await this.#load(true);
+    const index = keys.findIndex((key) => key.kid === kid);
+    if (index === -1) throw problem('not-found', `No signing key with kid "${kid}".`);
+    const now = this.deps.clock.now();
+    let added: SigningKeyRecord | null = null;
+    if (keys[index]!.revokedAt === null) {
+      if (activeIndex(keys, now) === index) added = await this.#addOrFail(keys.at(-1), true);
+      await this.deps.store.signingKeys.revokeSigningKey(kid, now);
+      this.#signers.delete(kid);
+      this.#cache = null;
     }
-    return added;
+    const after = await this.#load(true);
+    const statuses = describeSigningKeys(after, now);
+    return {
+      revoked: statuses.find((status) => status.kid === kid)!,
+      active: statuses[activeIndex(after, now)]!,
+      added,
+    };
   }
 
   /** Every stored key with its state now (for operators). */
@@ -149,7 +244,7 @@ export class SigningKeys {
     const keys = await this.#load(false);
     const statuses = describeSigningKeys(keys, this.deps.clock.now());
     return keys
-      .filter((_, index) => statuses[index]!.state !== 'unpublished')
+      .filter((_, index) => !['unpublished', 'revoked'].includes(statuses[index]!.state))
       .map((key) => ({
         ...(key.publicJwk as JWK),
         kty: String(key.publicJwk.kty),
@@ -170,21 +265,45 @@ export class SigningKeys {
     ) {
       return cached.keys;
     }
-    const keys = await this.deps.store.signingKeys.listSigningKeys();
-    this.#cache = { keys, loadedAt: now };
-    return keys;
+    // Concurrent readers of an expired cache share one query.
+    if (!fresh && this.#loading !== null) return this.#loading;
+    const loading = this.deps.store.signingKeys.listSigningKeys().then((keys) => {
+      this.#cache = { keys, loadedAt: now };
+      return keys;
+    });
+    this.#loading = loading;
+    try {
+      return await loading;
+    } finally {
+      if (this.#loading === loading) this.#loading = null;
+    }
+  }
+
+  async #addOrFail(latest: SigningKeyRecord | undefined, immediately: boolean) {
+    const added = await this.#add(latest, { retry: true, immediately });
+    if (added === null) {
+      throw new Error(
+        'Other processes added signing keys at the same moment, four times in a row; try again.',
+      );
+    }
+    return added;
   }
 
   async #add(
     latest: SigningKeyRecord | undefined,
-    options: { retry: boolean },
+    options: { retry: boolean; immediately: boolean },
   ): Promise<SigningKeyRecord | null> {
+    // A key added in clear beside sealed ones would undo IAM_SECRET_KEY for every token it signs.
+    const stored = await this.#load(false);
+    if (this.#sealer === null && stored.some((key) => isSealed(key.privateKey))) {
+      throw missingSecretKey();
+    }
     for (let attempt = 0; ; attempt++) {
       const now = this.deps.clock.now();
-      const record = await generateSigningKey(this.deps.algorithm, {
+      const record = await generateSigningKey(this.deps.algorithm, this.#sealer, {
         generation: (latest?.generation ?? 0) + 1,
         createdAt: now,
-        activatesAt: latest === undefined ? now : now + ACTIVATION_DELAY_MS,
+        activatesAt: options.immediately ? now : now + ACTIVATION_DELAY_MS,
       });
       try {
         await this.deps.store.signingKeys.insertSigningKey(record);
@@ -205,7 +324,8 @@ export class SigningKeys {
   #signer(record: SigningKeyRecord): Signer {
     let signer = this.#signers.get(record.kid);
     if (signer === undefined) {
-      const key = createPrivateKey({ key: record.privateJwk as JWK, format: 'jwk' });
+      const jwk = JSON.parse(openPrivateKey(record.privateKey, record.kid, this.#sealer)) as JWK;
+      const key = createPrivateKey({ key: jwk, format: 'jwk' });
       const header = { alg: record.algorithm, typ: 'at+jwt', kid: record.kid };
       signer = {
         kid: record.kid,
@@ -244,18 +364,22 @@ function compactSigner(
 
 async function generateSigningKey(
   algorithm: SigningAlgorithm,
+  sealer: PrivateKeySealer | null,
   times: { generation: number; createdAt: number; activatesAt: number },
 ): Promise<SigningKeyRecord> {
   const { publicKey, privateKey } = await generateKeyPair(algorithm, {
     extractable: true,
     ...(algorithm === 'EdDSA' ? { crv: 'Ed25519' } : {}),
   });
+  // 128 random bits: unguessable, and safe in any URL or header.
+  const kid = randomBytes(16).toString('base64url');
+  const privateJwk = JSON.stringify(await exportJWK(privateKey));
   return {
-    // 128 random bits: unguessable, and safe in any URL or header.
-    kid: randomBytes(16).toString('base64url'),
+    kid,
     algorithm,
     publicJwk: { ...(await exportJWK(publicKey)) },
-    privateJwk: { ...(await exportJWK(privateKey)) },
+    privateKey: sealer === null ? privateJwk : sealer.seal(privateJwk, kid),
     ...times,
+    revokedAt: null,
   };
 }

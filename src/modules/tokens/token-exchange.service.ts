@@ -217,6 +217,10 @@ export function registrationFromClaims(
   claims: Record<string, unknown>,
 ): CreateUserBody | string {
   const { email, name, locale, picture } = claims;
+  // Apple sends email_verified as the string "false"; either way the address is not used.
+  if (claims.email_verified === false || claims.email_verified === 'false') {
+    return 'The token\'s "email" is not verified (email_verified is false), and registering a user needs a verified address.';
+  }
   if (typeof email !== 'string' || email.length > 254 || !isEmail(email)) {
     return 'The token has no valid "email" claim, and registering a user needs one.';
   }

@@ -8,6 +8,8 @@ export interface TokenSettings {
   issuer: string;
   /** Lift the SSRF fence's scheme and address rules (tests and local development only). */
   allowInsecureJwks: boolean;
+  /** IAM_SECRET_KEY (32 bytes): private signing keys are sealed with it; null: kept in clear. */
+  secretKey?: Buffer | null;
   /** Minimum ms between JWKS fetches caused by unknown kids (default 30 s). */
   jwksCooldownMs?: number;
   /** How long fetched JWKS keys are used before a refetch (default 10 min). */

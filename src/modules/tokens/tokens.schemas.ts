@@ -138,6 +138,10 @@ export const OpenIdConfiguration = Type.Object({
   issuer: Type.String(),
   jwks_uri: Type.String(),
   token_endpoint: Type.String(),
+  response_types_supported: Type.Array(Type.String(), {
+    description: 'Empty: Tessera has no authorization endpoint.',
+  }),
+  subject_types_supported: Type.Array(Type.String()),
   grant_types_supported: Type.Array(Type.String()),
   token_endpoint_auth_methods_supported: Type.Array(Type.String()),
   subject_token_types_supported: Type.Array(Type.String()),

@@ -4,6 +4,9 @@ import { DuplicateError } from '../errors.js';
 import type { ApiKeyRecord } from '../store.js';
 import { type ContractContext, T0, apiKeyRecord, keyId, walkPages } from './fixtures.js';
 
+const ALL = { includeRevoked: true };
+const LIVE = { includeRevoked: false };
+
 export function describeApiKeysContract(ctx: ContractContext): void {
   describe('API keys', () => {
     it('returns from findApiKey and findApiKeyByDigest exactly what insertApiKey stored', async () => {
@@ -37,7 +40,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       const sameDigest = apiKeyRecord(keyId(2), { secretDigest: first.secretDigest });
       await assert.rejects(ctx.store.apiKeys.insertApiKey(sameId), DuplicateError);
       await assert.rejects(ctx.store.apiKeys.insertApiKey(sameDigest), DuplicateError);
-      assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 1);
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(first.id), first);
       assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(sameId.secretDigest), undefined);
     });
@@ -46,7 +49,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       const ids = [7, 1, 12, 3, 9, 16, 2].map(keyId);
       for (const id of ids) await ctx.store.apiKeys.insertApiKey(apiKeyRecord(id));
       const pages = await walkPages<ApiKeyRecord, string>(
-        (after) => ctx.store.apiKeys.listApiKeys({ after, limit: 3 }),
+        (after) => ctx.store.apiKeys.listApiKeys(ALL, { after, limit: 3 }),
         (key) => key.id,
         3,
       );
@@ -55,11 +58,11 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         [[1, 2, 3], [7, 9, 12], [16]].map((page) => page.map(keyId)),
       );
       assert.deepEqual(pages[0]![0], apiKeyRecord(keyId(1)));
-      assert.equal(await ctx.store.apiKeys.countApiKeys(), ids.length);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), ids.length);
     });
 
     it('inserts the first key only into an empty key table', async () => {
-      assert.equal(await ctx.store.apiKeys.countApiKeys(), 0);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 0);
       const first = apiKeyRecord(keyId(1), {
         roles: ['keys:write', 'keys:read'],
         applications: ['a'],
@@ -72,7 +75,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       const second = apiKeyRecord(keyId(2));
       assert.equal(await ctx.store.apiKeys.insertFirstApiKey(second), false);
       assert.equal(await ctx.store.apiKeys.findApiKey(second.id), undefined);
-      assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 1);
     });
 
     it('inserts no first key when any key exists', async () => {
@@ -88,7 +91,9 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       );
       assert.equal(outcomes.filter(Boolean).length, 1);
       const winner = candidates[outcomes.indexOf(true)]!;
-      assert.deepEqual(await ctx.store.apiKeys.listApiKeys({ after: null, limit: 100 }), [winner]);
+      assert.deepEqual(await ctx.store.apiKeys.listApiKeys(ALL, { after: null, limit: 100 }), [
+        winner,
+      ]);
     });
 
     it('updates grants: roles and applications set, expiry cleared, updatedAt set', async () => {
@@ -145,19 +150,113 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         });
       }
       await ctx.store.apiKeys.touchApiKey(keyId(2), T0);
-      assert.equal(await ctx.store.apiKeys.countApiKeys(), 1);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 1);
     });
 
-    it('deletes a key and reports whether it existed', async () => {
+    it('revokes a key once, keeping its record, and lists it only when asked', async () => {
       const doomed = apiKeyRecord(keyId(1));
       await ctx.store.apiKeys.insertApiKey(doomed);
       await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)));
-      assert.equal(await ctx.store.apiKeys.deleteApiKey(doomed.id), true);
-      assert.equal(await ctx.store.apiKeys.findApiKey(doomed.id), undefined);
-      assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(doomed.secretDigest), undefined);
-      assert.equal(await ctx.store.apiKeys.deleteApiKey(doomed.id), false);
-      assert.equal(await ctx.store.apiKeys.deleteApiKey(keyId(3)), false);
-      assert.deepEqual(await ctx.store.apiKeys.findApiKey(keyId(2)), apiKeyRecord(keyId(2)));
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(doomed.id, T0 + 500), true);
+      const revoked = { ...doomed, revokedAt: T0 + 500, updatedAt: T0 + 500 };
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(doomed.id), revoked);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest(doomed.secretDigest), revoked);
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(doomed.id, T0 + 900), false);
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(3), T0), false);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(doomed.id), revoked);
+      const live = await ctx.store.apiKeys.listApiKeys(LIVE, { after: null, limit: 10 });
+      assert.deepEqual(live, [apiKeyRecord(keyId(2))]);
+      const all = await ctx.store.apiKeys.listApiKeys(ALL, { after: null, limit: 10 });
+      assert.deepEqual(all, [revoked, apiKeyRecord(keyId(2))]);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(LIVE), 1);
+      assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 2);
+      // A revoked key still counts: the store is not empty, so no first key is issued.
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(2), T0), true);
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(9))), false);
+    });
+
+    it('pages past revoked keys when listing live ones', async () => {
+      for (const n of [1, 2, 3, 4, 5]) await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(n)));
+      for (const n of [2, 3]) await ctx.store.apiKeys.revokeApiKey(keyId(n), T0 + 1);
+      const pages = await walkPages<ApiKeyRecord, string>(
+        (after) => ctx.store.apiKeys.listApiKeys(LIVE, { after, limit: 2 }),
+        (key) => key.id,
+        2,
+      );
+      assert.deepEqual(
+        pages.map((page) => page.map((key) => key.id)),
+        [[1, 4], [5]].map((page) => page.map(keyId)),
+      );
+    });
+
+    it('rotates a secret: the old digest becomes the previous one, still found', async () => {
+      const key = apiKeyRecord(keyId(1), { lastUsedAt: T0 + 3 });
+      await ctx.store.apiKeys.insertApiKey(key);
+      const change = {
+        expectedDigest: key.secretDigest,
+        secretDigest: 'a'.repeat(64),
+        previousExpiresAt: T0 + 86_400_000,
+        updatedAt: T0 + 10,
+      };
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change), true);
+      const rotated = {
+        ...key,
+        secretDigest: 'a'.repeat(64),
+        previousSecretDigest: key.secretDigest,
+        previousExpiresAt: T0 + 86_400_000,
+        updatedAt: T0 + 10,
+      };
+      assert.deepEqual(await ctx.store.apiKeys.findApiKey(key.id), rotated);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest('a'.repeat(64)), rotated);
+      assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest(key.secretDigest), rotated);
+      // A second rotation from the same version loses: the digest moved on.
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change), false);
+      // Rotating again drops the first secret for good.
+      const again = {
+        expectedDigest: 'a'.repeat(64),
+        secretDigest: 'b'.repeat(64),
+        previousExpiresAt: T0 + 20,
+        updatedAt: T0 + 20,
+      };
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, again), true);
+      assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(key.secretDigest), undefined);
+      assert.equal(
+        (await ctx.store.apiKeys.findApiKeyByDigest('a'.repeat(64)))?.previousSecretDigest,
+        'a'.repeat(64),
+      );
+    });
+
+    it('lets one of 10 concurrent rotations of one version win', async () => {
+      const key = apiKeyRecord(keyId(1));
+      await ctx.store.apiKeys.insertApiKey(key);
+      const outcomes = await Promise.all(
+        Array.from({ length: 10 }, (_, n) =>
+          ctx.store.apiKeys.rotateApiKeySecret(key.id, {
+            expectedDigest: key.secretDigest,
+            secretDigest: n.toString(16).repeat(64),
+            previousExpiresAt: T0 + 1000,
+            updatedAt: T0 + 1,
+          }),
+        ),
+      );
+      assert.equal(outcomes.filter(Boolean).length, 1);
+      const winner = outcomes.indexOf(true).toString(16).repeat(64);
+      assert.equal((await ctx.store.apiKeys.findApiKey(key.id))?.secretDigest, winner);
+    });
+
+    it('never rotates a revoked key, nor a missing one', async () => {
+      const key = apiKeyRecord(keyId(1));
+      await ctx.store.apiKeys.insertApiKey(key);
+      await ctx.store.apiKeys.revokeApiKey(key.id, T0 + 1);
+      const change = {
+        expectedDigest: key.secretDigest,
+        secretDigest: 'c'.repeat(64),
+        previousExpiresAt: T0 + 1000,
+        updatedAt: T0 + 2,
+      };
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change), false);
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(keyId(2), change), false);
+      assert.equal((await ctx.store.apiKeys.findApiKey(key.id))?.secretDigest, key.secretDigest);
     });
   });
 }

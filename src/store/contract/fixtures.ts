@@ -69,6 +69,9 @@ export function apiKeyRecord(id: string, overrides: Partial<ApiKeyRecord> = {}):
     updatedAt: T0,
     expiresAt: null,
     lastUsedAt: null,
+    previousSecretDigest: null,
+    previousExpiresAt: null,
+    revokedAt: null,
     ...overrides,
   };
 }

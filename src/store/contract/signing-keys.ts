@@ -13,9 +13,10 @@ function signingKey(
     generation,
     algorithm: 'ES256',
     publicJwk: { kty: 'EC', crv: 'P-256', x: `x${generation}`, y: `y${generation}` },
-    privateJwk: { kty: 'EC', crv: 'P-256', x: `x${generation}`, y: `y${generation}`, d: 'd' },
+    privateKey: JSON.stringify({ kty: 'EC', x: `x${generation}`, d: `d${generation}` }),
     createdAt: T0 + generation,
     activatesAt: T0 + generation * 1000,
+    revokedAt: null,
     ...overrides,
   };
 }
@@ -30,6 +31,38 @@ export function describeSigningKeysContract(ctx: ContractContext): void {
       });
       for (const key of [third, first, second]) await ctx.store.signingKeys.insertSigningKey(key);
       assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [first, second, third]);
+    });
+
+    it('keeps the private key text exactly as given, sealed or not', async () => {
+      const sealed = signingKey(1, { privateKey: 'tessera-sealed:v1:abc:ü 請 😀' });
+      await ctx.store.signingKeys.insertSigningKey(sealed);
+      assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [sealed]);
+    });
+
+    it('revokes a key once, keeping it', async () => {
+      await ctx.store.signingKeys.insertSigningKey(signingKey(1));
+      await ctx.store.signingKeys.insertSigningKey(signingKey(2));
+      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-1', T0 + 50), true);
+      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-1', T0 + 99), false);
+      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-9', T0), false);
+      assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [
+        signingKey(1, { revokedAt: T0 + 50 }),
+        signingKey(2),
+      ]);
+    });
+
+    it('replaces a private key only when it is still the expected text', async () => {
+      const key = signingKey(1);
+      await ctx.store.signingKeys.insertSigningKey(key);
+      assert.equal(await ctx.store.signingKeys.replacePrivateKey('kid-1', 'stale', 'x'), false);
+      assert.equal(
+        await ctx.store.signingKeys.replacePrivateKey('kid-1', key.privateKey, 'sealed'),
+        true,
+      );
+      assert.equal(await ctx.store.signingKeys.replacePrivateKey('kid-2', 'a', 'b'), false);
+      assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [
+        signingKey(1, { privateKey: 'sealed' }),
+      ]);
     });
 
     it('is empty before the first key', async () => {

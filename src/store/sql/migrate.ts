@@ -17,6 +17,10 @@ export async function migrateToLatest(
     db,
     provider: { getMigrations: () => Promise.resolve(migrations) },
     disableTransactions: options.disableTransactions ?? false,
+    // Migrations are numbered per piece of work and land in whatever order the work does
+    // (0005 may be released before 0003); each touches its own tables and columns, so one
+    // that arrives after a later-numbered one is applied then, not refused as out of order.
+    allowUnorderedMigrations: true,
     ...(options.migrationTableSchema === undefined
       ? {}
       : { migrationTableSchema: options.migrationTableSchema }),

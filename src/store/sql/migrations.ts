@@ -115,6 +115,26 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         ).execute();
       },
     },
+    '0003_security': {
+      async up(db: Kysely<unknown>) {
+        // Rotation keeps the replaced secret's digest for an overlap window; revocation
+        // keeps the record. SQLite cannot add a UNIQUE column, so the index comes apart.
+        for (const [column, type] of [
+          ['previous_secret_digest', key],
+          ['previous_expires_at', time],
+          ['revoked_at', time],
+        ] as const) {
+          await db.schema.alterTable('api_keys').addColumn(column, type).execute();
+        }
+        await db.schema
+          .createIndex('api_keys_previous_secret_digest')
+          .unique()
+          .on('api_keys')
+          .column('previous_secret_digest')
+          .execute();
+        await db.schema.alterTable('signing_keys').addColumn('revoked_at', time).execute();
+      },
+    },
     '0005_scim': {
       async up(db: Kysely<unknown>) {
         // Users gain an immutable id (existing users get one here), an active flag (existing

@@ -16,7 +16,7 @@ function toMillis(value: number | string): number {
   return typeof value === 'number' ? value : Number(value);
 }
 
-function toOptionalMillis(value: number | string | null): number | null {
+export function toOptionalMillis(value: number | string | null): number | null {
   return value === null ? null : toMillis(value);
 }
 
@@ -144,6 +144,9 @@ export function toApiKeyRecord(row: Selectable<ApiKeysTable>): ApiKeyRecord {
     updatedAt: toMillis(row.updated_at),
     expiresAt: toOptionalMillis(row.expires_at),
     lastUsedAt: toOptionalMillis(row.last_used_at),
+    previousSecretDigest: row.previous_secret_digest,
+    previousExpiresAt: toOptionalMillis(row.previous_expires_at),
+    revokedAt: toOptionalMillis(row.revoked_at),
   };
 }
 
@@ -158,5 +161,8 @@ export function toApiKeyRow(record: ApiKeyRecord): Insertable<ApiKeysTable> {
     updated_at: record.updatedAt,
     expires_at: record.expiresAt,
     last_used_at: record.lastUsedAt,
+    previous_secret_digest: record.previousSecretDigest,
+    previous_expires_at: record.previousExpiresAt,
+    revoked_at: record.revokedAt,
   };
 }

@@ -1,4 +1,10 @@
-import type { ApiKeyRecord, ApiKeyRepository, PageQuery } from '../store.js';
+import type {
+  ApiKeyFilter,
+  ApiKeyRecord,
+  ApiKeyRepository,
+  ApiKeySecretChange,
+  PageQuery,
+} from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { toApiKeyRecord, toApiKeyRow } from './rows.js';
 
@@ -52,7 +58,12 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
       this.sql.db
         .selectFrom('api_keys')
         .selectAll()
-        .where('secret_digest', '=', secretDigest)
+        .where((eb) =>
+          eb.or([
+            eb('secret_digest', '=', secretDigest),
+            eb('previous_secret_digest', '=', secretDigest),
+          ]),
+        )
         .compile(),
     );
     return rows[0] && toApiKeyRecord(rows[0]);
@@ -65,20 +76,20 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     return rows[0] && toApiKeyRecord(rows[0]);
   }
 
-  async listApiKeys(page: PageQuery<string>): Promise<ApiKeyRecord[]> {
+  async listApiKeys(filter: ApiKeyFilter, page: PageQuery<string>): Promise<ApiKeyRecord[]> {
     let query = this.sql.db.selectFrom('api_keys').selectAll();
+    if (!filter.includeRevoked) query = query.where('revoked_at', 'is', null);
     if (page.after !== null) query = query.where('id', '>', page.after);
     const rows = await this.sql.select(query.orderBy('id').limit(page.limit).compile());
     return rows.map(toApiKeyRecord);
   }
 
-  async countApiKeys(): Promise<number> {
-    const [row] = await this.sql.select(
-      this.sql.db
-        .selectFrom('api_keys')
-        .select((eb) => eb.fn.countAll<number | string>().as('count'))
-        .compile(),
-    );
+  async countApiKeys(filter: ApiKeyFilter): Promise<number> {
+    let query = this.sql.db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'));
+    if (!filter.includeRevoked) query = query.where('revoked_at', 'is', null);
+    const [row] = await this.sql.select(query.compile());
     return Number(row?.count ?? 0);
   }
 
@@ -111,10 +122,33 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     ]);
   }
 
-  async deleteApiKey(id: string): Promise<boolean> {
-    const [deleted] = await this.sql.write([
-      this.sql.db.deleteFrom('api_keys').where('id', '=', id).compile(),
+  async rotateApiKeySecret(id: string, change: ApiKeySecretChange): Promise<boolean> {
+    const [updated] = await this.sql.write([
+      this.sql.db
+        .updateTable('api_keys')
+        .set({
+          secret_digest: change.secretDigest,
+          previous_secret_digest: change.expectedDigest,
+          previous_expires_at: change.previousExpiresAt,
+          updated_at: change.updatedAt,
+        })
+        .where('id', '=', id)
+        .where('secret_digest', '=', change.expectedDigest)
+        .where('revoked_at', 'is', null)
+        .compile(),
     ]);
-    return deleted === 1;
+    return updated === 1;
+  }
+
+  async revokeApiKey(id: string, revokedAt: number): Promise<boolean> {
+    const [updated] = await this.sql.write([
+      this.sql.db
+        .updateTable('api_keys')
+        .set({ revoked_at: revokedAt, updated_at: revokedAt })
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .compile(),
+    ]);
+    return updated === 1;
   }
 }

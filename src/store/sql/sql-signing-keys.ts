@@ -1,10 +1,11 @@
 import type { Selectable } from 'kysely';
 import type { SigningKeyRecord, SigningKeyRepository } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
+import { toOptionalMillis } from './rows.js';
 import type { SigningKeysTable } from './tables.js';
 
-// The private JWK is stored as JSON text like every other column: protecting it is the
-// database's job (access control, encrypted disks and backups). See docs/decisions.md.
+// The private key is stored as the text it is given: JWK JSON, or that JSON sealed with
+// IAM_SECRET_KEY by the signing-keys service (the store never sees the secret key).
 export class SqlSigningKeyRepository implements SigningKeyRepository {
   constructor(private readonly sql: SqlExecutor) {}
 
@@ -17,9 +18,10 @@ export class SqlSigningKeyRepository implements SigningKeyRepository {
           generation: key.generation,
           algorithm: key.algorithm,
           public_jwk: JSON.stringify(key.publicJwk),
-          private_jwk: JSON.stringify(key.privateJwk),
+          private_jwk: key.privateKey,
           created_at: key.createdAt,
           activates_at: key.activatesAt,
+          revoked_at: key.revokedAt,
         })
         .compile(),
     ]);
@@ -31,6 +33,30 @@ export class SqlSigningKeyRepository implements SigningKeyRepository {
     );
     return rows.map(toSigningKeyRecord);
   }
+
+  async revokeSigningKey(kid: string, revokedAt: number): Promise<boolean> {
+    const [updated] = await this.sql.write([
+      this.sql.db
+        .updateTable('signing_keys')
+        .set({ revoked_at: revokedAt })
+        .where('kid', '=', kid)
+        .where('revoked_at', 'is', null)
+        .compile(),
+    ]);
+    return updated === 1;
+  }
+
+  async replacePrivateKey(kid: string, expected: string, next: string): Promise<boolean> {
+    const [updated] = await this.sql.write([
+      this.sql.db
+        .updateTable('signing_keys')
+        .set({ private_jwk: next })
+        .where('kid', '=', kid)
+        .where('private_jwk', '=', expected)
+        .compile(),
+    ]);
+    return updated === 1;
+  }
 }
 
 function toSigningKeyRecord(row: Selectable<SigningKeysTable>): SigningKeyRecord {
@@ -39,8 +65,9 @@ function toSigningKeyRecord(row: Selectable<SigningKeysTable>): SigningKeyRecord
     generation: Number(row.generation),
     algorithm: row.algorithm as SigningKeyRecord['algorithm'],
     publicJwk: JSON.parse(row.public_jwk) as Record<string, unknown>,
-    privateJwk: JSON.parse(row.private_jwk) as Record<string, unknown>,
+    privateKey: row.private_jwk,
     createdAt: Number(row.created_at),
     activatesAt: Number(row.activates_at),
+    revokedAt: toOptionalMillis(row.revoked_at),
   };
 }

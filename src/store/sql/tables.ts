@@ -61,6 +61,9 @@ export interface ApiKeysTable {
   updated_at: number | string;
   expires_at: number | string | null;
   last_used_at: number | string | null;
+  previous_secret_digest: string | null;
+  previous_expires_at: number | string | null;
+  revoked_at: number | string | null;
 }
 
 export interface SettingsTable {
@@ -74,10 +77,11 @@ export interface SigningKeysTable {
   algorithm: string;
   /** JWK JSON text. */
   public_jwk: string;
-  /** JWK JSON text of the private key (a secret). */
+  /** JWK JSON text of the private key (a secret), or that text sealed with IAM_SECRET_KEY. */
   private_jwk: string;
   created_at: number | string;
   activates_at: number | string;
+  revoked_at: number | string | null;
 }
 
 export interface Tables {

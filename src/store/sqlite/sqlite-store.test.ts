@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
@@ -102,6 +102,46 @@ describe('openSqliteStore on a file', () => {
     for (const created of [join(directory, 'nested'), join(directory, 'nested', 'deeper')]) {
       assert.equal(statSync(created).mode & 0o777, 0o700, created);
     }
+  });
+
+  it('creates the database, -wal and -shm files 0600 in a directory that already exists', async () => {
+    // `mkdir data` or a container volume: a 0755 directory and the usual umask of 022.
+    const shared = join(directory, 'existing');
+    mkdirSync(shared, { mode: 0o755 });
+    path = join(shared, 'tessera.db');
+    const umask = process.umask(0o022);
+    try {
+      const store = open();
+      await store.migrate();
+      await store.settings.putSetting('written', 'yes');
+    } finally {
+      process.umask(umask);
+    }
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      assert.equal(statSync(file).mode & 0o777, 0o600, file);
+    }
+  });
+
+  it('narrows database files an older version left readable by others', async () => {
+    const store = open();
+    await store.migrate();
+    await store.close();
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      if (existsSync(file)) chmodSync(file, 0o644);
+    }
+    await open().migrate();
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      assert.equal(statSync(file).mode & 0o777, 0o600, file);
+    }
+  });
+
+  it('with mustExist, opens an existing file and creates neither file nor directory', async () => {
+    await open().migrate();
+    const existing = openSqliteStore({ path, mustExist: true });
+    await existing.close();
+    const missing = join(directory, 'absent', 'x.db');
+    assert.throws(() => openSqliteStore({ path: missing, mustExist: true }));
+    assert.equal(existsSync(join(directory, 'absent')), false);
   });
 
   it('puts the database file in WAL mode', async () => {
@@ -250,6 +290,9 @@ describe('openSqliteStore on a file', () => {
         updatedAt: T0,
         expiresAt: null,
         lastUsedAt: null,
+        previousSecretDigest: null,
+        previousExpiresAt: null,
+        revokedAt: null,
       });
       const outcomes = await Promise.all([
         a.apiKeys.insertFirstApiKey(key('from-a')),
@@ -258,8 +301,8 @@ describe('openSqliteStore on a file', () => {
         b.apiKeys.insertFirstApiKey(key('from-b-2')),
       ]);
       assert.equal(outcomes.filter(Boolean).length, 1);
-      assert.equal(await a.apiKeys.countApiKeys(), 1);
-      assert.equal(await b.apiKeys.countApiKeys(), 1);
+      assert.equal(await a.apiKeys.countApiKeys({ includeRevoked: true }), 1);
+      assert.equal(await b.apiKeys.countApiKeys({ includeRevoked: true }), 1);
     });
 
     it('agree on a setting both create at once', async () => {

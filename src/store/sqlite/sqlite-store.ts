@@ -1,3 +1,4 @@
+import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { createPrivateDirectory } from '../../files.js';
@@ -22,21 +23,49 @@ export interface SqliteStoreOptions {
    * medium: query_only) and check its settings.
    */
   onConnection?: (database: Database.Database) => void;
+  /** Open an existing file only: never create it, nor its directory. */
+  mustExist?: boolean;
 }
 
 /** The longest SQLite's busy handler may block the event loop in one go. */
 export const SQLITE_BUSY_SPIN_MS = 10;
 
+/**
+ * The database and its -wal and -shm files are private to this user, whatever the directory's
+ * mode or the umask: they hold key digests and, unless IAM_SECRET_KEY is set, the private
+ * signing keys. A new file is created 0600 before SQLite opens it (SQLite gives -wal and -shm
+ * the database's mode); files left readable by others (an older Tessera) are narrowed.
+ */
+function keepPrivate(path: string): void {
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+    } catch (error) {
+      // Absent (no -wal yet), or owned by someone else: nothing this process may narrow.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'EPERM') throw error;
+    }
+  }
+}
+
 /** Opens (creating if needed) a SQLite database and returns the Store over it, unmigrated. */
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   const inMemory = options.path === ':memory:';
-  if (!inMemory) createPrivateDirectory(dirname(options.path));
+  if (!inMemory && options.mustExist !== true) {
+    createPrivateDirectory(dirname(options.path));
+    keepPrivate(options.path);
+  }
   let database: Database.Database | undefined;
   try {
     database = new Database(options.path, {
       timeout: Math.min(options.busyTimeoutMs ?? DEFAULT_LOCK_WAIT_MS, SQLITE_BUSY_SPIN_MS),
+      fileMustExist: options.mustExist === true,
     });
-    if (!inMemory) database.pragma('journal_mode = WAL');
+    if (!inMemory) {
+      database.pragma('journal_mode = WAL');
+      keepPrivate(options.path);
+    }
     // FULL: an acknowledged commit survives power loss, not only a process crash.
     database.pragma('synchronous = FULL');
     database.pragma('foreign_keys = ON');

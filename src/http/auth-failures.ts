@@ -1,0 +1,101 @@
+// Failed authentication, limited per client address (IAM_AUTH_FAILURES_PER_MINUTE): past the
+// limit a client is refused before its credentials are looked at, so guessing keys (or
+// replaying forged ID tokens at /oauth2/token) stops at a few a second per address. The
+// counters live in memory, or in Redis (REDIS_URL) so one limit holds across instances; while
+// Redis is unreachable each instance counts in its own memory instead (rate-limiter-flexible's
+// insurance limiter), so the limit never simply disappears.
+
+import ipaddr from 'ipaddr.js';
+import { LRUCache } from 'lru-cache';
+import type { Redis } from 'ioredis';
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+} from 'rate-limiter-flexible';
+
+export const AUTH_FAILURE_WINDOW_SECONDS = 60;
+export const DEFAULT_AUTH_FAILURES_REDIS_PREFIX = 'tessera:auth-failures';
+
+export interface AuthFailureLimitOptions {
+  /** Failures allowed per address and minute; 0 turns the limit off. */
+  perMinute: number;
+  /** What is being authenticated, kept apart from other counters ('api-key', 'token'). */
+  purpose: string;
+  /** Shared counters; undefined: this instance's memory. */
+  redis?: Redis;
+  redisPrefix?: string;
+}
+
+/**
+ * The part of an address one client controls: an IPv4 address, or the /64 of an IPv6 one
+ * (a single host usually holds a whole /64). IPv4-mapped IPv6 counts as IPv4.
+ */
+export function clientKey(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  return `${parts.map((part) => part.toString(16)).join(':')}::/64`;
+}
+
+export class AuthFailureLimiter {
+  readonly #limiter: RateLimiterAbstract | null;
+  readonly #points: number;
+  /** Addresses known to be over the limit, until their window ends: answered without asking Redis. */
+  readonly #blocked = new LRUCache<string, true>({ max: 10_000, ttlAutopurge: false });
+
+  constructor(options: AuthFailureLimitOptions) {
+    this.#points = options.perMinute;
+    if (options.perMinute <= 0) {
+      this.#limiter = null;
+      return;
+    }
+    const settings = {
+      points: options.perMinute,
+      duration: AUTH_FAILURE_WINDOW_SECONDS,
+      keyPrefix: `${options.redisPrefix ?? DEFAULT_AUTH_FAILURES_REDIS_PREFIX}:${options.purpose}`,
+    };
+    const memory = new RateLimiterMemory(settings);
+    this.#limiter =
+      options.redis === undefined
+        ? memory
+        : new RateLimiterRedis({
+            ...settings,
+            storeClient: options.redis,
+            rejectIfRedisNotReady: true,
+            insuranceLimiter: memory,
+          });
+  }
+
+  /** Milliseconds this address must wait before its next attempt; 0 when it may try now. */
+  async retryAfterMs(address: string): Promise<number> {
+    if (this.#limiter === null) return 0;
+    const key = clientKey(address);
+    const blockedFor = this.#blocked.getRemainingTTL(key);
+    if (blockedFor > 0) return blockedFor;
+    const state = await this.#limiter.get(key).catch(() => null);
+    if (state === null || state.consumedPoints < this.#points) return 0;
+    this.#remember(key, state.msBeforeNext);
+    return state.msBeforeNext;
+  }
+
+  /** Counts one failed attempt from this address. */
+  async recordFailure(address: string): Promise<void> {
+    if (this.#limiter === null) return;
+    const key = clientKey(address);
+    const state = await this.#limiter.penalty(key).catch(() => null);
+    if (state !== null && state.consumedPoints >= this.#points) {
+      this.#remember(key, state.msBeforeNext);
+    }
+  }
+
+  #remember(key: string, milliseconds: number): void {
+    if (milliseconds > 0) this.#blocked.set(key, true, { ttl: milliseconds });
+  }
+}
+
+/** Seconds for Retry-After: whole seconds, at least one. */
+export function retryAfterSeconds(milliseconds: number): number {
+  return Math.max(1, Math.ceil(milliseconds / 1000));
+}
