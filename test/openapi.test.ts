@@ -20,7 +20,7 @@ interface Operation {
 function operationsOf(document: Json): Map<string, Operation> {
   const operations = new Map<string, Operation>();
   for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
-    for (const [method, operation] of Object.entries(item)) {
+    for (const [method, operation] of Object.entries(item as Record<string, Json>)) {
       operations.set(operation.operationId ?? `${method} ${path}`, { method, path, operation });
     }
   }
@@ -127,7 +127,9 @@ describe('the OpenAPI document', () => {
     for (const [key, { method, path, operation }] of operationsOf(document)) {
       assert.ok(operation.operationId, `${method.toUpperCase()} ${path} has an operationId`);
       ids.push(key);
-      for (const media of Object.values((operation.requestBody?.content ?? {}) as Json)) {
+      for (const media of Object.values(
+        (operation.requestBody?.content ?? {}) as Record<string, Json>,
+      )) {
         assert.notEqual(media.example, undefined, `${key}: the request body has an example`);
       }
       for (const parameter of operation.parameters ?? []) {
@@ -247,7 +249,9 @@ describe('"Try it out" with the examples of the document', () => {
       if (scheme === 'apiKey') headers.authorization = `apikey ${ctx.adminKey}`;
       if (scheme === 'bearerApiKey') headers.authorization = `Bearer ${ctx.adminKey}`;
       let payload: string | undefined;
-      const content = Object.entries((operation.requestBody?.content ?? {}) as Json)[0];
+      const content = Object.entries(
+        (operation.requestBody?.content ?? {}) as Record<string, Json>,
+      )[0];
       if (content !== undefined) {
         const [mediaType, media] = content;
         headers['content-type'] = mediaType;
