@@ -211,6 +211,19 @@ export const ListUsersQuery = Type.Object(
 export type ListUsersQuery = Static<typeof ListUsersQuery>;
 
 export const UserPage = Page(User);
+export type UserPage = Static<typeof UserPage>;
+
+/**
+ * The JSON of a page of users, byte for byte what the UserPage schema's serializer
+ * (fast-json-stringify) writes: the page and its items are built member by member in the
+ * schema's order (servePage, toUserResource), so there is nothing to drop or coerce, and
+ * V8's JSON.stringify writes the same text. It costs about a fifth less, and its one flat
+ * string goes to the socket without first being flattened from thousands of pieces.
+ * A property test holds the two equal.
+ */
+export function userPageJson(page: UserPage): string {
+  return JSON.stringify(page);
+}
 
 /** The representation of a stored record (timestamps as RFC 3339). */
 export function toUserResource(user: UserRecord): User {
