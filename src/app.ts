@@ -23,6 +23,7 @@ import {
   sendProblem,
   toProblem,
 } from './http/error-handler.js';
+import { finishDocument } from './http/openapi.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -256,6 +257,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(swagger, {
+    // Named schemas become components, custom formats standard ones (http/openapi.ts).
+    transformObject: (documents) =>
+      'openapiObject' in documents
+        ? finishDocument(documents.openapiObject)
+        : documents.swaggerObject,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -263,7 +269,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         version: options.version,
         description:
           'Identity and access management: applications, their users, and the API keys that manage them.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // This server, wherever it runs: Swagger UI's "Try it out" calls the origin it was loaded from.
+      servers: [{ url: '/', description: 'This Tessera instance' }],
       components: {
         securitySchemes: {
           apiKey: {
