@@ -34,6 +34,8 @@ import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
+import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
+import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
@@ -73,6 +75,7 @@ export interface Services {
   tokenExchange: TokenExchange;
   scim: ScimService;
   scimGroups: ScimGroupsService;
+  consoleSessions: ConsoleSessions;
 }
 
 export function createServices(deps: {
@@ -80,6 +83,8 @@ export function createServices(deps: {
   clock: Clock;
   log: FastifyBaseLogger;
   tokens?: TokenSettings;
+  /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
+  console?: ConsoleSessionLimits;
 }): Services {
   const { store, clock, log } = deps;
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
@@ -118,6 +123,12 @@ export function createServices(deps: {
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
+    consoleSessions: new ConsoleSessions({
+      store,
+      clock,
+      authenticator,
+      ...(deps.console === undefined ? {} : { limits: deps.console }),
+    }),
   };
 }
 
@@ -312,9 +323,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, function serveOpenApi() {
     return app.swagger();
   });
-  // A browser pointed at the bare address lands on something useful.
-  app.get('/', { schema: { hide: true } }, function redirectToDocs(_request, reply) {
-    return reply.redirect('/docs', 302);
+  // A browser pointed at the bare address lands on the admin console.
+  app.get('/', { schema: { hide: true } }, function redirectToConsole(_request, reply) {
+    reply.header('content-security-policy', CONSOLE_CSP);
+    return reply.redirect('/console', 302);
   });
 
   const failureLimiter = (purpose: string) =>
@@ -332,6 +344,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
+  await registerConsole(app, {
+    services,
+    sessions: services.consoleSessions,
+    clock: services.consoleSessions.clock,
+    failures: apiKeyFailures,
+  });
   registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
 
   const cursors = new CursorCodec(

@@ -14,10 +14,10 @@ describe('operational endpoints', () => {
   });
   after(() => ctx.close());
 
-  it('GET / sends a browser to the API reference', async () => {
+  it('GET / sends a browser to the admin console', async () => {
     const response = await call(ctx, 'GET', '//', { key: null });
     assert.equal(response.statusCode, 302);
-    assert.equal(response.headers.location, '/docs');
+    assert.equal(response.headers.location, '/console');
   });
 
   it('GET /healthz answers 200 without a key', async () => {
