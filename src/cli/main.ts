@@ -1,6 +1,7 @@
 // `tessera`: the operator's command line. Thin: parse arguments, then call the same services
 // the HTTP API uses, on the store named by DATABASE_URL.
 
+import { CLI_ORIGIN } from '../modules/changes.js';
 import '../supported-node.js';
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -126,7 +127,7 @@ function describeSigningKey(key: SigningKeyStatus) {
 
 async function rotateSigningKey(args: string[]): Promise<void> {
   const values = parseJsonFlag(args);
-  const added = await withStore((store) => servicesFor(store).signingKeys.rotate());
+  const added = await withStore((store) => servicesFor(store).signingKeys.rotate(CLI_ORIGIN));
   const summary = {
     kid: added.kid,
     algorithm: added.algorithm,
@@ -151,7 +152,7 @@ async function revokeSigningKey(args: string[]): Promise<void> {
   });
   if (positionals.length !== 1) throw new UsageError('signing-keys revoke takes exactly one kid');
   const revocation = await withStore((store) =>
-    servicesFor(store).signingKeys.revokeSigningKey(positionals[0]!),
+    servicesFor(store).signingKeys.revokeSigningKey(positionals[0]!, CLI_ORIGIN),
   );
   const summary = {
     revoked: describeSigningKey(revocation.revoked),
@@ -224,12 +225,16 @@ async function createKey(args: string[]): Promise<void> {
       : parseDuration(values['expires-in'], '--expires-in', '30d');
 
   const issued = await withStore((store) =>
-    servicesFor(store).apiKeys.createApiKey('operator', {
-      name: values.name!.trim(),
-      roles,
-      applications,
-      expiresAt: expiresIn === null ? null : systemClock.now() + expiresIn,
-    }),
+    servicesFor(store).apiKeys.createApiKey(
+      'operator',
+      {
+        name: values.name!.trim(),
+        roles,
+        applications,
+        expiresAt: expiresIn === null ? null : systemClock.now() + expiresIn,
+      },
+      CLI_ORIGIN,
+    ),
   );
   const resource = toApiKeyResource(issued.record);
   if (values.json) {
@@ -317,7 +322,7 @@ async function rotateKey(args: string[]): Promise<void> {
   const overlapMs = overlap === '0' ? 0 : parseDuration(overlap, '--overlap', '1d');
   if (overlapMs > MAX_OVERLAP_MS) throw new UsageError('--overlap must be at most 7d');
   const rotated = await withStore((store) =>
-    servicesFor(store).apiKeys.rotateApiKey('operator', positionals[0]!, overlapMs),
+    servicesFor(store).apiKeys.rotateApiKey('operator', positionals[0]!, overlapMs, CLI_ORIGIN),
   );
   const resource = toApiKeyResource(rotated.record);
   if (values.json) {
@@ -339,7 +344,7 @@ async function revokeKey(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
   if (positionals.length !== 1) throw new UsageError('keys revoke takes exactly one key id');
   const id = positionals[0]!;
-  await withStore((store) => servicesFor(store).apiKeys.revokeApiKey('operator', id));
+  await withStore((store) => servicesFor(store).apiKeys.revokeApiKey('operator', id, CLI_ORIGIN));
   process.stdout.write(`Revoked API key ${id}.\n`);
 }
 

@@ -1,4 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { requestOrigin } from '../request-origin.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type CursorCodec, invalidCursor, servePage } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
@@ -90,7 +91,11 @@ export function registerUserRoutes(
       },
     },
     async function createUser(request, reply) {
-      const user = await users.createUser(request.params.client_id, request.body);
+      const user = await users.createUser(
+        request.params.client_id,
+        request.body,
+        requestOrigin(request),
+      );
       const location = `${requestPath(request)}/${encodeURIComponent(user.provider)}/${encodeURIComponent(user.identifier)}`;
       reply.header('location', location);
       return sendUser(request, reply, user, 201);
@@ -191,6 +196,7 @@ export function registerUserRoutes(
         identityOf(request.params),
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendUser(request, reply, user);
     },
@@ -221,6 +227,7 @@ export function registerUserRoutes(
         identityOf(request.params),
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendUser(request, reply, user);
     },
@@ -242,7 +249,11 @@ export function registerUserRoutes(
       },
     },
     async function deleteUser(request, reply) {
-      await users.deleteUser(identityOf(request.params), ifMatchCondition(request));
+      await users.deleteUser(
+        identityOf(request.params),
+        ifMatchCondition(request),
+        requestOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );
