@@ -23,6 +23,7 @@ import {
   sendProblem,
   toProblem,
 } from './http/error-handler.js';
+import { finishDocument } from './http/openapi.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -35,6 +36,8 @@ import { registerApplicationRoutes } from './modules/applications/applications.r
 import { ApplicationsService } from './modules/applications/applications.service.js';
 import { registerEventRoutes } from './modules/events/events.routes.js';
 import { EventsService } from './modules/events/events.service.js';
+import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
+import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
@@ -75,6 +78,7 @@ export interface Services {
   scim: ScimService;
   scimGroups: ScimGroupsService;
   events: EventsService;
+  consoleSessions: ConsoleSessions;
 }
 
 export function createServices(deps: {
@@ -82,6 +86,8 @@ export function createServices(deps: {
   clock: Clock;
   log: FastifyBaseLogger;
   tokens?: TokenSettings;
+  /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
+  console?: ConsoleSessionLimits;
 }): Services {
   const { store, clock, log } = deps;
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
@@ -121,6 +127,12 @@ export function createServices(deps: {
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
     events: new EventsService({ store, clock }),
+    consoleSessions: new ConsoleSessions({
+      store,
+      clock,
+      authenticator,
+      ...(deps.console === undefined ? {} : { limits: deps.console }),
+    }),
   };
 }
 
@@ -250,6 +262,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(swagger, {
+    // Named schemas become components, custom formats standard ones (http/openapi.ts).
+    transformObject: (documents) =>
+      'openapiObject' in documents
+        ? finishDocument(documents.openapiObject)
+        : documents.swaggerObject,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -257,7 +274,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         version: options.version,
         description:
           'Identity and access management: applications, their users, and the API keys that manage them.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // This server, wherever it runs: Swagger UI's "Try it out" calls the origin it was loaded from.
+      servers: [{ url: '/', description: 'This Tessera instance' }],
       components: {
         securitySchemes: {
           apiKey: {
@@ -309,9 +329,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, function serveOpenApi() {
     return app.swagger();
   });
-  // A browser pointed at the bare address lands on something useful.
-  app.get('/', { schema: { hide: true } }, function redirectToDocs(_request, reply) {
-    return reply.redirect('/docs', 302);
+  // A browser pointed at the bare address lands on the admin console.
+  app.get('/', { schema: { hide: true } }, function redirectToConsole(_request, reply) {
+    reply.header('content-security-policy', CONSOLE_CSP);
+    return reply.redirect('/console', 302);
   });
 
   const failureLimiter = (purpose: string) =>
@@ -329,6 +350,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
+  await registerConsole(app, {
+    services,
+    sessions: services.consoleSessions,
+    clock: services.consoleSessions.clock,
+    failures: apiKeyFailures,
+  });
   registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
 
   const cursors = new CursorCodec(

@@ -52,6 +52,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     clock: systemClock,
     log: logger,
     tokens: config.tokens,
+    console: config.console,
   });
   warnAboutConfiguration(config, logger);
   await prepareSigningKeys(services.signingKeys, logger);

@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { Nullable, StringEnum, Timestamp, toTimestamp } from '../../http/schemas.js';
+import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import type { EventRecord } from '../../store/store.js';
 
@@ -58,41 +59,47 @@ export const EventQuery = Type.Object(
 );
 export type EventQuery = Static<typeof EventQuery>;
 
-export const Event = Type.Object({
-  id: Type.String({ description: 'Sorts in commit order; pass as `after` to read on.' }),
-  type: Type.String({ examples: ['user.updated'] }),
-  occurred_at: Timestamp,
-  actor: Type.Object({
-    type: StringEnum(ACTOR_TYPES),
-    id: Nullable(Type.String({ description: 'The API key id (api_key, scim), or null.' })),
-  }),
-  client_id: Nullable(Type.String()),
-  resource: Type.Object({
-    type: StringEnum(RESOURCE_TYPES),
-    id: Type.Object({}, { additionalProperties: true, description: 'Its identifying members.' }),
-  }),
-  changes: Nullable(
-    Type.Array(
-      Type.Object({
-        member: Type.String(),
-        before: Type.Unknown(),
-        after: Type.Unknown(),
-      }),
+export const Event = named(
+  'Event',
+  Type.Object({
+    id: Type.String({ description: 'Sorts in commit order; pass as `after` to read on.' }),
+    type: Type.String({ examples: ['user.updated'] }),
+    occurred_at: Timestamp,
+    actor: Type.Object({
+      type: StringEnum(ACTOR_TYPES),
+      id: Nullable(Type.String({ description: 'The API key id (api_key, scim), or null.' })),
+    }),
+    client_id: Nullable(Type.String()),
+    resource: Type.Object({
+      type: StringEnum(RESOURCE_TYPES),
+      id: Type.Object({}, { additionalProperties: true, description: 'Its identifying members.' }),
+    }),
+    changes: Nullable(
+      Type.Array(
+        Type.Object({
+          member: Type.String(),
+          before: Type.Unknown(),
+          after: Type.Unknown(),
+        }),
+      ),
     ),
-  ),
-  request_id: Nullable(Type.String()),
-});
+    request_id: Nullable(Type.String()),
+  }),
+);
 export type Event = Static<typeof Event>;
 
-export const EventPage = Type.Object({
-  items: Type.Array(Event),
-  next_after: Nullable(
-    Type.String({
-      description:
-        'The id of the last event listed (or the `after` given, when none was): pass it as `after` to read on.',
-    }),
-  ),
-});
+export const EventPage = named(
+  'EventPage',
+  Type.Object({
+    items: Type.Array(Event),
+    next_after: Nullable(
+      Type.String({
+        description:
+          'The id of the last event listed (or the `after` given, when none was): pass it as `after` to read on.',
+      }),
+    ),
+  }),
+);
 
 export function toEventResource(event: EventRecord): Event {
   return {

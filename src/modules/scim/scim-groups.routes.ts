@@ -17,7 +17,8 @@ import {
   ProjectionQuery,
   ResourceParams,
   SCIM_MEDIA_TYPE,
-  ScimBody,
+  ScimGroupBody,
+  ScimGroupPatchBody,
   ScimParams,
   ScimResponse,
   scimErrors,
@@ -73,6 +74,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'listScimGroups',
         summary: 'List or filter groups (roles)',
         security: scimSecurity,
         params: ScimParams,
@@ -120,11 +122,12 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'createScimGroup',
         summary: 'Create a group (a role); members get the role',
         security: scimSecurity,
         params: ScimParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupBody,
         response: {
           201: ScimResponse('The group', ['location', 'etag']),
           ...scimErrors(409, 413, 415),
@@ -148,6 +151,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'getScimGroup',
         summary: 'Get a group',
         security: scimSecurity,
         params: ResourceParams,
@@ -171,11 +175,12 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'replaceScimGroup',
         summary: 'Replace a group: its name and every member',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupBody,
         response: { 200: ScimResponse('The group', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -199,13 +204,14 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'patchScimGroup',
         summary: 'Change a group (PatchOp): rename it, add or remove members',
         description:
           'Answers 204 (with ETag), or 200 with the group when attributes or excludedAttributes is given.',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupPatchBody,
         response: {
           200: ScimResponse('The group', ['etag']),
           204: { description: 'Changed', type: 'null', headers: { etag: { type: 'string' } } },
@@ -242,6 +248,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'deleteScimGroup',
         summary: 'Delete a group: its members lose the role',
         security: scimSecurity,
         params: ResourceParams,

@@ -24,7 +24,8 @@ import {
   ProjectionQuery,
   ResourceParams,
   SCIM_MEDIA_TYPE,
-  ScimBody,
+  ScimUserBody,
+  ScimUserPatchBody,
   ScimParams,
   ScimResponse,
   scimErrors,
@@ -135,13 +136,19 @@ export function registerScimRoutes(
     return sendVersioned(request, reply, user.etag, body, status);
   }
 
-  const discovery = (path: string, summary: string, build: (base: string) => unknown) =>
+  const discovery = (
+    path: string,
+    operationId: string,
+    summary: string,
+    build: (base: string) => unknown,
+  ) =>
     api.get(
       path,
       {
         config: { role: 'users:read' },
         schema: {
           tags,
+          operationId,
           summary,
           security: scimSecurity,
           params: ScimParams,
@@ -153,11 +160,18 @@ export function registerScimRoutes(
         return sendScim(reply, 200, build(baseUrl(request, request.params.client_id)));
       },
     );
-  discovery('/ServiceProviderConfig', 'What this SCIM service supports', serviceProviderConfig);
-  discovery('/ResourceTypes', 'The resource types (User, Group)', (base) =>
+  discovery(
+    '/ServiceProviderConfig',
+    'getScimServiceProviderConfig',
+    'What this SCIM service supports',
+    serviceProviderConfig,
+  );
+  discovery('/ResourceTypes', 'listScimResourceTypes', 'The resource types (User, Group)', (base) =>
     listResponse(resourceTypes(base)),
   );
-  discovery('/Schemas', 'The schemas of User and Group', (base) => listResponse(schemas(base)));
+  discovery('/Schemas', 'listScimSchemas', 'The schemas of User and Group', (base) =>
+    listResponse(schemas(base)),
+  );
 
   api.get(
     '/Users',
@@ -165,6 +179,7 @@ export function registerScimRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'listScimUsers',
         summary: 'List or filter users (index or cursor paging)',
         security: scimSecurity,
         params: ScimParams,
@@ -205,11 +220,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'createScimUser',
         summary: 'Provision a user',
         security: scimSecurity,
         params: ScimParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserBody,
         response: {
           201: ScimResponse('The user', ['location', 'etag']),
           ...scimErrors(409, 413, 415),
@@ -229,6 +245,7 @@ export function registerScimRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'getScimUser',
         summary: 'Get a user',
         security: scimSecurity,
         params: ResourceParams,
@@ -253,11 +270,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'replaceScimUser',
         summary: 'Replace a user (active left out keeps its value)',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserBody,
         response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -280,11 +298,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'patchScimUser',
         summary: 'Change a user (PatchOp)',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserPatchBody,
         response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -310,6 +329,7 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'deleteScimUser',
         summary: 'Delete a user',
         security: scimSecurity,
         params: ResourceParams,

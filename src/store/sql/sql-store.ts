@@ -3,6 +3,7 @@ import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
 import { SqlEventRepository } from './sql-events.js';
+import { SqlConsoleSessionRepository } from './sql-console-sessions.js';
 import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
@@ -17,6 +18,7 @@ export class SqlStore implements Store {
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
   readonly signingKeys: SqlSigningKeyRepository;
+  readonly consoleSessions: SqlConsoleSessionRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
@@ -28,6 +30,7 @@ export class SqlStore implements Store {
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
+    this.consoleSessions = new SqlConsoleSessionRepository(sql);
   }
 
   ping(): Promise<void> {

@@ -106,6 +106,15 @@ export interface EventSequenceTable {
   last: number | string;
 }
 
+export interface ConsoleSessionsTable {
+  id_digest: string;
+  api_key_id: string;
+  key_digest: string;
+  csrf_token: string;
+  created_at: number | string;
+  last_seen_at: number | string;
+}
+
 export interface Tables {
   events: EventsTable;
   event_sequence: EventSequenceTable;
@@ -115,6 +124,7 @@ export interface Tables {
   api_keys: ApiKeysTable;
   settings: SettingsTable;
   signing_keys: SigningKeysTable;
+  console_sessions: ConsoleSessionsTable;
 }
 
 // U+001F sorts below every character a provider may contain ('-' is the smallest), so the
