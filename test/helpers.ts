@@ -3,7 +3,7 @@
 // schema of its own when TESSERA_TEST_STORE=postgres (the second pass of `npm test`).
 
 import { Writable } from 'node:stream';
-import { after } from 'node:test';
+import { after, before } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
@@ -173,6 +173,31 @@ export async function buildTestApp(
       await store.close();
     },
   };
+}
+
+/**
+ * The app of the enclosing describe(): built (buildTestApp) before its first test, then set up
+ * by `setup`, and closed after its last. The returned context stands for that app; it may be
+ * used only inside tests and hooks, once the app exists.
+ */
+export function useTestApp(
+  options: Parameters<typeof buildTestApp>[0] = {},
+  setup?: (ctx: TestContext) => Promise<void>,
+): TestContext {
+  let current: TestContext | undefined;
+  before(async () => {
+    current = await buildTestApp(options);
+    await setup?.(current);
+  });
+  after(() => current?.close());
+  return new Proxy({} as TestContext, {
+    get(_target, member) {
+      if (current === undefined) {
+        throw new Error('useTestApp: the app exists only in tests and hooks, after before()');
+      }
+      return current[member as keyof TestContext];
+    },
+  });
 }
 
 export interface CallOptions {

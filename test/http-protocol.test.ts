@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // HTTP rules that hold for every route: unknown routes and methods, body limits and media
 // types, malformed and hostile JSON, request ids, and the store becoming unavailable.
 
@@ -12,6 +13,7 @@ import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import {
   applicationBody,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   problemOf,
@@ -20,12 +22,9 @@ import {
 } from './helpers.js';
 
 describe('HTTP protocol rules', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   describe('unknown routes', () => {
     for (const path of [

@@ -1,18 +1,16 @@
+// tessera-test: both-stores
 // The endpoints operators and tooling use: health, readiness, metrics, the OpenAPI document
 // and the interactive reference.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { buildTestApp, call, createApplication, problemOf, type TestContext } from './helpers.js';
+import { buildTestApp, useTestApp, call, createApplication, problemOf } from './helpers.js';
 
 describe('operational endpoints', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   it('GET / sends a browser to the API reference', async () => {
     const response = await call(ctx, 'GET', '//', { key: null });

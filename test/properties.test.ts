@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Property-based: every operation the OpenAPI document lists, fed valid requests generated from
 // its own schemas (the TypeBox schemas the routes declare) and mutations of them. Whatever
 // arrives: never a 5xx, always a status the operation declares, a body that matches the schema

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // SPEC §5: "Revocation takes effect on every instance within 1 second." Two instances on one
 // database (a running server and `tessera keys revoke`, say; one SQLite file, or one
 // PostgreSQL schema in the PostgreSQL pass): the one that did not revoke trusts its cached
