@@ -15,6 +15,7 @@ import {
   type Services,
 } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
+import { createMetrics } from '../src/http/metrics.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
 import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
 import { ROLES, type Role } from '../src/roles.js';
@@ -120,10 +121,12 @@ export async function buildTestApp(
       },
     }),
   );
+  const metrics = createMetrics({ version: 'test' });
   const services = createServices({
     store,
     clock,
     log: logger,
+    metrics,
     tokens: {
       algorithm: 'ES256',
       issuer: 'https://iam.example.test',
@@ -146,6 +149,7 @@ export async function buildTestApp(
       : { rateLimitRedisPrefix: options.rateLimitRedisPrefix }),
     trustProxy: false,
     version: 'test',
+    metrics,
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
   });
   await app.ready();

@@ -55,7 +55,10 @@ describe('operational endpoints', () => {
         text,
         /tessera_http_request_duration_seconds_bucket\{le="0.005",method="GET",route=/,
       );
-      assert.match(text, /tessera_process_resident_memory_bytes/);
+      // The standard names, so stock Node.js dashboards work.
+      assert.match(text, /^process_resident_memory_bytes \d/m);
+      assert.match(text, /^nodejs_eventloop_lag_seconds /m);
+      assert.doesNotMatch(text, /tessera_process_|tessera_nodejs_/);
       assert.doesNotMatch(text, /some-missing-app/, 'raw URLs never become labels');
     });
   });

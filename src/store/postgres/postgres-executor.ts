@@ -18,6 +18,7 @@ import { ConditionFailedError } from '../errors.js';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
+import type { PoolStats } from '../store.js';
 import {
   isConnectionFailure,
   isPlanInvalidated,
@@ -193,6 +194,14 @@ export class PostgresExecutor implements SqlExecutor {
       ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
     });
     await client.query('commit');
+  }
+
+  poolStats(): PoolStats {
+    return {
+      total: this.#pool.totalCount,
+      idle: this.#pool.idleCount,
+      waiting: this.#pool.waitingCount,
+    };
   }
 
   /** Lets every started operation finish (including a read that follows a write), then ends the pool. */

@@ -3,6 +3,7 @@ import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import { migrateToLatest } from '../sql/migrate.js';
 import type { Tables } from '../sql/tables.js';
+import type { StoreObserver } from '../store.js';
 import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
@@ -144,6 +145,10 @@ export class SqliteExecutor implements SqlExecutor {
     } finally {
       database.pragma(`busy_timeout = ${busyTimeout}`);
     }
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#batcher.observers.push(observer);
   }
 
   async close(): Promise<void> {
