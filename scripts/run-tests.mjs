@@ -119,7 +119,11 @@ if (database.reason !== undefined) {
 
 let status = 1;
 try {
-  const shared = database.url === undefined ? {} : { TESSERA_TEST_DATABASE_URL: database.url };
+  // dist/ was built above and nothing rebuilds it during the run: tests start it directly.
+  const shared = {
+    TESSERA_TEST_DIST_FRESH: '1',
+    ...(database.url === undefined ? {} : { TESSERA_TEST_DATABASE_URL: database.url }),
+  };
   status = run('SQLite pass (and the PostgreSQL store tests)', files, {
     ...shared,
     TESSERA_TEST_STORE: 'sqlite',
