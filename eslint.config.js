@@ -27,4 +27,9 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
     },
   },
+  {
+    // The admin console's own script runs in the browser.
+    files: ['src/modules/console/assets/*.js'],
+    languageOptions: { globals: { document: 'readonly', navigator: 'readonly' } },
+  },
 );

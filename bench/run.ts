@@ -245,29 +245,40 @@ function scenarios(apiKey: string, deepCursor: string): Scenario[] {
   ];
 }
 
+/** Peak RSS under 200 MB on either store (issue 15). */
+const rssTarget: Target = {
+  scenario: '(all)',
+  description: `peak server RSS < 200 MB with ${USERS.toLocaleString('en')} users`,
+  check: (_results, peakRssMb) => ({ value: peakRssMb, met: peakRssMb < 200 }),
+};
+
+// Issue 15's targets (speed, round two), as ratios to the bare server in the same run.
 const TARGETS: Record<StoreKind, Target[]> = {
   sqlite: [
     ratioTarget('get-user', 0.6),
-    ratioTarget('list-users-first', 0.25),
-    ratioTarget('create-user', 0.35),
-    ratioTarget('wrong-key', 0.6),
+    ratioTarget('get-application', 0.6),
+    ratioTarget('list-users-first', 0.3),
+    ratioTarget('list-users-deep', 0.3),
+    ratioTarget('create-user', 0.4),
+    ratioTarget('wrong-key', 0.7),
     {
       scenario: 'list-users-deep',
       description: 'first page req/s / deep page req/s <= 1.2',
       check: (results) => {
         const value =
-          results.get('list-users-first')!.tessera.rps /
+          (results.get('list-users-first')?.tessera.rps ?? Number.NaN) /
           results.get('list-users-deep')!.tessera.rps;
         return { value, met: value <= 1.2 };
       },
     },
-    {
-      scenario: '(all)',
-      description: `peak server RSS < 200 MB with ${USERS.toLocaleString('en')} users`,
-      check: (_results, peakRssMb) => ({ value: peakRssMb, met: peakRssMb < 200 }),
-    },
+    rssTarget,
   ],
-  postgres: [ratioTarget('get-user', 0.35)],
+  postgres: [
+    ratioTarget('get-user', 0.4),
+    ratioTarget('list-users-first', 0.2),
+    ratioTarget('create-user', 0.25),
+    rssTarget,
+  ],
 };
 // Issue 13: a SCIM lookup by userName or externalId within 1.5x of GET user (same store).
 for (const targets of Object.values(TARGETS)) {
@@ -283,17 +294,14 @@ for (const targets of Object.values(TARGETS)) {
     });
   }
 }
-// Issue 6: at least 3× the peer's tokens/s, and at least 6,000 tokens/s, on either store.
-for (const targets of Object.values(TARGETS)) {
-  for (const scenario of ['token-trusted', 'token-exchange']) {
-    targets.push(ratioTarget(scenario, 3), {
-      scenario,
-      description: 'tokens/s >= 6000',
-      check: (results) => {
-        const value = results.get(scenario)!.tessera.rps;
-        return { value, met: value >= 6000 };
-      },
-    });
+// Issue 15: tokens/s against the peer's, per store (issue 6 asked 3× and 6,000 tokens/s).
+const TOKEN_RATIOS: Record<StoreKind, Record<'token-trusted' | 'token-exchange', number>> = {
+  sqlite: { 'token-trusted': 2, 'token-exchange': 1.25 },
+  postgres: { 'token-trusted': 1.5, 'token-exchange': 1 },
+};
+for (const [kind, targets] of Object.entries(TARGETS) as [StoreKind, Target[]][]) {
+  for (const [scenario, minimum] of Object.entries(TOKEN_RATIOS[kind])) {
+    targets.push(ratioTarget(scenario, minimum));
   }
 }
 
@@ -452,6 +460,30 @@ async function captureExpected(
     );
   }
   return captured;
+}
+
+/** With BENCH_CPU_PROF: when each of Tessera's runs took place, to split its profile by scenario. */
+interface ProfileWindow {
+  scenario: string;
+  /** Monotonic clock (the one V8's profile timestamps use), µs. */
+  startUs: number;
+  endUs: number;
+  answered: number;
+}
+const profileWindows: ProfileWindow[] = [];
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/** drive() of Tessera itself: the run is noted for bench/profile-summary.ts. */
+async function driveTessera(served: Served, seconds: number, scenario: string) {
+  const startUs = monotonicUs();
+  const figures = await drive(served, seconds);
+  profileWindows.push({
+    scenario,
+    startUs,
+    endUs: monotonicUs(),
+    answered: Math.round(figures.rps * seconds),
+  });
+  return figures;
 }
 
 async function drive({ port, pid, load }: Served, seconds: number): Promise<RunFigures> {
@@ -673,7 +705,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
       let peakRss = memoryOf(pid).rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
       if (WARMUP_S > 0) {
-        await drive(servers.tessera, WARMUP_S);
+        await driveTessera(servers.tessera, WARMUP_S, scenario.name);
         await drive(servers.reference, WARMUP_S);
       }
       const rounds: ScenarioResult['rounds'] = [];
@@ -684,7 +716,12 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
             ? (['tessera', 'reference'] as const)
             : (['reference', 'tessera'] as const);
         const figures: Partial<Record<'tessera' | 'reference', RunFigures>> = {};
-        for (const server of order) figures[server] = await drive(servers[server], DURATION_S);
+        for (const server of order) {
+          figures[server] =
+            server === 'tessera'
+              ? await driveTessera(servers.tessera, DURATION_S, scenario.name)
+              : await drive(servers[server], DURATION_S);
+        }
         rounds.push({
           tessera: figures.tessera!,
           reference: figures.reference!,
@@ -742,6 +779,13 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   } finally {
     bare?.stop();
     if (tessera !== undefined) await tessera.stop();
+    const profile = process.env.BENCH_CPU_PROF;
+    if (profile !== undefined) {
+      writeFileSync(
+        join(profile, `windows-${kind}-${Date.now()}.json`),
+        JSON.stringify(profileWindows.splice(0), null, 1),
+      );
+    }
     rmSync(dataDir, { recursive: true, force: true });
     await prepared.cleanUp();
   }

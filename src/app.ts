@@ -24,6 +24,7 @@ import {
   toProblem,
   trailingSlashProblem,
 } from './http/error-handler.js';
+import { finishDocument } from './http/openapi.js';
 import {
   type AuthFailureReason,
   type Metrics,
@@ -40,6 +41,8 @@ import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
+import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
+import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
@@ -79,6 +82,7 @@ export interface Services {
   tokenExchange: TokenExchange;
   scim: ScimService;
   scimGroups: ScimGroupsService;
+  consoleSessions: ConsoleSessions;
 }
 
 export function createServices(deps: {
@@ -88,6 +92,8 @@ export function createServices(deps: {
   tokens?: TokenSettings;
   /** Where the services report what they did (JWKS fetches); none in the CLI. */
   metrics?: Metrics;
+  /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
+  console?: ConsoleSessionLimits;
 }): Services {
   const { store, clock, log } = deps;
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
@@ -129,6 +135,12 @@ export function createServices(deps: {
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
+    consoleSessions: new ConsoleSessions({
+      store,
+      clock,
+      authenticator,
+      ...(deps.console === undefined ? {} : { limits: deps.console }),
+    }),
   };
 }
 
@@ -260,6 +272,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(swagger, {
+    // Named schemas become components, custom formats standard ones (http/openapi.ts).
+    transformObject: (documents) =>
+      'openapiObject' in documents
+        ? finishDocument(documents.openapiObject)
+        : documents.swaggerObject,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -267,7 +284,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         version: options.version,
         description:
           'Identity and access management: applications, their users, and the API keys that manage them.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // This server, wherever it runs: Swagger UI's "Try it out" calls the origin it was loaded from.
+      servers: [{ url: '/', description: 'This Tessera instance' }],
       components: {
         securitySchemes: {
           apiKey: {
@@ -318,9 +338,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, function serveOpenApi() {
     return app.swagger();
   });
-  // A browser pointed at the bare address lands on something useful.
-  app.get('/', { schema: { hide: true } }, function redirectToDocs(_request, reply) {
-    return reply.redirect('/docs', 302);
+  // A browser pointed at the bare address lands on the admin console.
+  app.get('/', { schema: { hide: true } }, function redirectToConsole(_request, reply) {
+    reply.header('content-security-policy', CONSOLE_CSP);
+    return reply.redirect('/console', 302);
   });
 
   const failureLimiter = (purpose: string) =>
@@ -338,6 +359,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics: metrics.registry });
+  await registerConsole(app, {
+    services,
+    sessions: services.consoleSessions,
+    clock: services.consoleSessions.clock,
+    failures: apiKeyFailures,
+  });
   registerOAuthRoutes(app, {
     ...services,
     failures: failureLimiter('token'),

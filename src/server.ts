@@ -56,6 +56,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     log: logger,
     tokens: config.tokens,
     metrics,
+    console: config.console,
   });
   warnAboutConfiguration(config, logger);
   await prepareSigningKeys(services.signingKeys, logger);

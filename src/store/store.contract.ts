@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe } from 'node:test';
 import { describeApiKeysContract } from './contract/api-keys.js';
 import { describeApplicationsContract } from './contract/applications.js';
+import { describeConsoleSessionsContract } from './contract/console-sessions.js';
 import type { ContractContext } from './contract/fixtures.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
 import { describeSettingsContract } from './contract/settings.js';
@@ -33,6 +34,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
     describeSigningKeysContract(ctx);
+    describeConsoleSessionsContract(ctx);
     describeLifecycleContract(ctx);
   });
 }

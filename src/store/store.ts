@@ -94,6 +94,8 @@ export interface PageQuery<Position> {
 export interface ApplicationFilter {
   /** When set, only these client_ids are visible (an API key's restriction). */
   clientIds: readonly string[] | null;
+  /** When set, only client_ids that start with it (the console's search). */
+  clientIdPrefix?: string | null;
 }
 
 export interface UserFilter {
@@ -316,6 +318,33 @@ export interface SigningKeyRepository {
   replacePrivateKey(kid: string, expected: string, next: string): Promise<boolean>;
 }
 
+/** A signed-in session of the admin console. */
+export interface ConsoleSessionRecord {
+  /** Hex SHA-256 of the session id the browser's cookie carries; the id itself is never stored. */
+  idDigest: string;
+  /** The API key the session acts with (its current roles and restriction, on each request). */
+  apiKeyId: string;
+  /** Hex SHA-256 of the key's secret signed in with: the session ends when that secret stops working. */
+  keyDigest: string;
+  /** The synchronizer token every state-changing request of the session must carry. */
+  csrfToken: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+export interface ConsoleSessionRepository {
+  /** Inserts a session. DuplicateError when its id digest exists. */
+  insertConsoleSession(session: ConsoleSessionRecord): Promise<void>;
+  /** The session, or undefined. */
+  findConsoleSession(idDigest: string): Promise<ConsoleSessionRecord | undefined>;
+  /** Records activity; never moves last_seen_at backwards. */
+  touchConsoleSession(idDigest: string, lastSeenAt: number): Promise<void>;
+  /** Ends a session; false when there was none. */
+  deleteConsoleSession(idDigest: string): Promise<boolean>;
+  /** Deletes sessions last seen before `idleSince` or created before `createdSince`; how many. */
+  deleteExpiredConsoleSessions(idleSince: number, createdSince: number): Promise<number>;
+}
+
 export interface Store {
   readonly applications: ApplicationRepository;
   readonly users: UserRepository;
@@ -323,6 +352,7 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository;
   readonly settings: SettingRepository;
   readonly signingKeys: SigningKeyRepository;
+  readonly consoleSessions: ConsoleSessionRepository;
   /** Which backend this is, for logs and health output. */
   readonly kind: 'sqlite' | 'postgres';
   /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */

@@ -69,14 +69,18 @@ export class ApplicationsService {
     return application;
   }
 
-  /** Up to `limit` applications after `after`, in client_id order; `visible`: the caller's restriction. */
+  /**
+   * Up to `limit` applications after `after`, in client_id order; `visible`: the caller's
+   * restriction; `prefix`: only client_ids that start with it.
+   */
   listApplications(options: {
     visible: readonly string[] | null;
     after: string | null;
     limit: number;
+    prefix?: string | null;
   }): Promise<ApplicationRecord[]> {
     return this.deps.store.applications.listApplications(
-      { clientIds: options.visible },
+      { clientIds: options.visible, clientIdPrefix: options.prefix ?? null },
       { after: options.after, limit: options.limit },
     );
   }

@@ -16,7 +16,8 @@ import {
   ProjectionQuery,
   ResourceParams,
   SCIM_MEDIA_TYPE,
-  ScimBody,
+  ScimGroupBody,
+  ScimGroupPatchBody,
   ScimParams,
   ScimResponse,
   scimErrors,
@@ -72,6 +73,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'listScimGroups',
         summary: 'List or filter groups (roles)',
         security: scimSecurity,
         params: ScimParams,
@@ -119,11 +121,12 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'createScimGroup',
         summary: 'Create a group (a role); members get the role',
         security: scimSecurity,
         params: ScimParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupBody,
         response: {
           201: ScimResponse('The group', ['location', 'etag']),
           ...scimErrors(409, 413, 415),
@@ -143,6 +146,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'getScimGroup',
         summary: 'Get a group',
         security: scimSecurity,
         params: ResourceParams,
@@ -166,11 +170,12 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'replaceScimGroup',
         summary: 'Replace a group: its name and every member',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupBody,
         response: { 200: ScimResponse('The group', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -193,13 +198,14 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'patchScimGroup',
         summary: 'Change a group (PatchOp): rename it, add or remove members',
         description:
           'Answers 204 (with ETag), or 200 with the group when attributes or excludedAttributes is given.',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupPatchBody,
         response: {
           200: ScimResponse('The group', ['etag']),
           204: { description: 'Changed', type: 'null', headers: { etag: { type: 'string' } } },
@@ -235,6 +241,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'deleteScimGroup',
         summary: 'Delete a group: its members lose the role',
         security: scimSecurity,
         params: ResourceParams,

@@ -23,7 +23,8 @@ import {
   ProjectionQuery,
   ResourceParams,
   SCIM_MEDIA_TYPE,
-  ScimBody,
+  ScimUserBody,
+  ScimUserPatchBody,
   ScimParams,
   ScimResponse,
   scimErrors,
@@ -134,13 +135,19 @@ export function registerScimRoutes(
     return sendVersioned(request, reply, user.etag, body, status);
   }
 
-  const discovery = (path: string, summary: string, build: (base: string) => unknown) =>
+  const discovery = (
+    path: string,
+    operationId: string,
+    summary: string,
+    build: (base: string) => unknown,
+  ) =>
     api.get(
       path,
       {
         config: { role: 'users:read' },
         schema: {
           tags,
+          operationId,
           summary,
           security: scimSecurity,
           params: ScimParams,
@@ -152,11 +159,18 @@ export function registerScimRoutes(
         return sendScim(reply, 200, build(baseUrl(request, request.params.client_id)));
       },
     );
-  discovery('/ServiceProviderConfig', 'What this SCIM service supports', serviceProviderConfig);
-  discovery('/ResourceTypes', 'The resource types (User, Group)', (base) =>
+  discovery(
+    '/ServiceProviderConfig',
+    'getScimServiceProviderConfig',
+    'What this SCIM service supports',
+    serviceProviderConfig,
+  );
+  discovery('/ResourceTypes', 'listScimResourceTypes', 'The resource types (User, Group)', (base) =>
     listResponse(resourceTypes(base)),
   );
-  discovery('/Schemas', 'The schemas of User and Group', (base) => listResponse(schemas(base)));
+  discovery('/Schemas', 'listScimSchemas', 'The schemas of User and Group', (base) =>
+    listResponse(schemas(base)),
+  );
 
   api.get(
     '/Users',
@@ -164,6 +178,7 @@ export function registerScimRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'listScimUsers',
         summary: 'List or filter users (index or cursor paging)',
         security: scimSecurity,
         params: ScimParams,
@@ -204,11 +219,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'createScimUser',
         summary: 'Provision a user',
         security: scimSecurity,
         params: ScimParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserBody,
         response: {
           201: ScimResponse('The user', ['location', 'etag']),
           ...scimErrors(409, 413, 415),
@@ -228,6 +244,7 @@ export function registerScimRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'getScimUser',
         summary: 'Get a user',
         security: scimSecurity,
         params: ResourceParams,
@@ -252,11 +269,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'replaceScimUser',
         summary: 'Replace a user (active left out keeps its value)',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserBody,
         response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -278,11 +296,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'patchScimUser',
         summary: 'Change a user (PatchOp)',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserPatchBody,
         response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -307,6 +326,7 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'deleteScimUser',
         summary: 'Delete a user',
         security: scimSecurity,
         params: ResourceParams,

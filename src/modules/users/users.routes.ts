@@ -24,11 +24,14 @@ import {
   UserPage,
   UserParams,
   toUserResource,
+  userPageJson,
 } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
 import { ApplicationParams } from '../applications/applications.schemas.js';
 
 const tags = ['users'];
+/** What Fastify sends JSON as. */
+const JSON_UTF8 = 'application/json; charset=utf-8';
 const USER_PATH = '/applications/:client_id/users/:provider/:identifier';
 
 function sendUser(request: FastifyRequest, reply: FastifyReply, user: UserRecord, status = 200) {
@@ -126,7 +129,7 @@ export function registerUserRoutes(
         scope: request.query.scope ?? null,
         active: request.query.active ?? null,
       };
-      return servePage({
+      const page = await servePage({
         request,
         reply,
         cursors,
@@ -138,6 +141,7 @@ export function registerUserRoutes(
         count: () => users.countUsers(filter),
         toResource: toUserResource,
       });
+      return reply.type(JSON_UTF8).serializer(userPageJson).send(page);
     },
   );
 

@@ -119,6 +119,43 @@ export function describeApplicationsContract(ctx: ContractContext): void {
       assert.equal(await ctx.store.applications.countApplications(filter), 3);
     });
 
+    it('lists and counts the client_ids that start with a prefix, within the clientIds', async () => {
+      for (const id of ['bill', 'billing-web', 'billing~x', 'bilk', 'Billing', 'bim', 'z']) {
+        await ctx.store.applications.insertApplication(applicationRecord(id));
+      }
+      const list = (filter: { clientIds: string[] | null; clientIdPrefix: string | null }) =>
+        ctx.store.applications
+          .listApplications(filter, { after: null, limit: 10 })
+          .then((rows) => rows.map((row) => row.clientId));
+      assert.deepEqual(await list({ clientIds: null, clientIdPrefix: 'bill' }), [
+        'bill',
+        'billing-web',
+        'billing~x',
+      ]);
+      assert.deepEqual(await list({ clientIds: null, clientIdPrefix: 'x' }), []);
+      assert.deepEqual(await list({ clientIds: ['bill', 'bim'], clientIdPrefix: 'bi' }), [
+        'bill',
+        'bim',
+      ]);
+      const pages = await walkPages<ApplicationRecord, string>(
+        (after) =>
+          ctx.store.applications.listApplications(
+            { clientIds: null, clientIdPrefix: 'bi' },
+            { after, limit: 2 },
+          ),
+        (row) => row.clientId,
+        2,
+      );
+      assert.deepEqual(
+        pages.map((page) => page.map((row) => row.clientId)),
+        [['bilk', 'bill'], ['billing-web', 'billing~x'], ['bim']],
+      );
+      assert.equal(
+        await ctx.store.applications.countApplications({ clientIds: null, clientIdPrefix: 'bil' }),
+        4,
+      );
+    });
+
     it('lists and counts nothing for an empty clientIds list', async () => {
       await ctx.store.applications.insertApplication(applicationRecord('a'));
       const filter = { clientIds: [] };

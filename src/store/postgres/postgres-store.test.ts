@@ -53,6 +53,7 @@ describe('PostgreSQL store', { skip }, () => {
         assert.deepEqual(await tablesIn(schema), [
           'api_keys',
           'applications',
+          'console_sessions',
           'kysely_migration',
           'kysely_migration_lock',
           'scim_groups',

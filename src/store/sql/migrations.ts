@@ -198,5 +198,21 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         ).execute();
       },
     },
+    '0008_console_sessions': {
+      async up(db: Kysely<unknown>) {
+        // Admin console sessions, shared by every instance: a browser signed in on one is
+        // signed in on all. Only digests of the session id and of the key's secret are kept.
+        await finish(
+          db.schema
+            .createTable('console_sessions')
+            .addColumn('id_digest', key, (c) => c.primaryKey().notNull())
+            .addColumn('api_key_id', key, (c) => c.notNull())
+            .addColumn('key_digest', key, (c) => c.notNull())
+            .addColumn('csrf_token', 'text', (c) => c.notNull())
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('last_seen_at', time, (c) => c.notNull()),
+        ).execute();
+      },
+    },
   };
 }

@@ -66,6 +66,26 @@ export type UserRow = Omit<
   'user_key' | 'email_normalized' | 'identifier_folded'
 >;
 
+// Users mostly share a few sets of roles and scopes: a page of 100 users parsed the same
+// JSON text 200 times. Parsed arrays are kept by text and handed out as copies (callers may
+// change their record). Bounded: texts up to 512 characters, and past 1,000 distinct ones the
+// memory starts over (at most about 1 MB).
+const STRING_ARRAYS_KEPT = 1000;
+const STRING_ARRAY_TEXT_KEPT = 512;
+const stringArrays = new Map<string, readonly string[]>();
+
+/** JSON.parse of a stored array of strings, from the memory above when it was seen before. */
+export function parseStringArray(text: string): string[] {
+  if (text.length > STRING_ARRAY_TEXT_KEPT) return JSON.parse(text) as string[];
+  let parsed = stringArrays.get(text);
+  if (parsed === undefined) {
+    parsed = JSON.parse(text) as string[];
+    if (stringArrays.size >= STRING_ARRAYS_KEPT) stringArrays.clear();
+    stringArrays.set(text, parsed);
+  }
+  return parsed.slice();
+}
+
 export function toUserRecord(row: UserRow): UserRecord {
   return {
     clientId: row.application,
@@ -76,8 +96,8 @@ export function toUserRecord(row: UserRow): UserRecord {
     avatar: row.avatar,
     email: row.email,
     locale: row.locale,
-    roles: JSON.parse(row.roles) as string[],
-    scopes: JSON.parse(row.scopes) as string[],
+    roles: parseStringArray(row.roles),
+    scopes: parseStringArray(row.scopes),
     active: row.active === 1,
     externalId: row.external_id,
     createdAt: toMillis(row.created_at),

@@ -8,6 +8,16 @@ import type { SqlExecutor } from './sql-executor.js';
 import { precompile } from './precompiled.js';
 import { toApplicationRecord, toApplicationRow } from './rows.js';
 
+/**
+ * The range of client_ids that start with a prefix, on the primary key (byte order on both
+ * engines): every client_id character sorts below U+007F, so [prefix, prefix + U+007F) holds
+ * exactly the client_ids with that prefix. Null: no prefix asked.
+ */
+function prefixRange(prefix: string | null | undefined): { from: string; to: string } | null {
+  if (prefix === null || prefix === undefined || prefix === '') return null;
+  return { from: prefix, to: `${prefix}\u007f` };
+}
+
 export class SqlApplicationRepository implements ApplicationRepository {
   readonly #findApplication;
 
@@ -35,6 +45,8 @@ export class SqlApplicationRepository implements ApplicationRepository {
     if (filter.clientIds?.length === 0) return [];
     let query = this.sql.db.selectFrom('applications').selectAll();
     if (filter.clientIds) query = query.where('client_id', 'in', [...filter.clientIds]);
+    const range = prefixRange(filter.clientIdPrefix);
+    if (range) query = query.where('client_id', '>=', range.from).where('client_id', '<', range.to);
     if (page.after !== null) query = query.where('client_id', '>', page.after);
     const rows = await this.sql.select(query.orderBy('client_id').limit(page.limit).compile());
     return rows.map(toApplicationRecord);
@@ -46,6 +58,8 @@ export class SqlApplicationRepository implements ApplicationRepository {
       .selectFrom('applications')
       .select((eb) => eb.fn.countAll<number | string>().as('count'));
     if (filter.clientIds) query = query.where('client_id', 'in', [...filter.clientIds]);
+    const range = prefixRange(filter.clientIdPrefix);
+    if (range) query = query.where('client_id', '>=', range.from).where('client_id', '<', range.to);
     const [row] = await this.sql.select(query.compile());
     return Number(row?.count ?? 0);
   }

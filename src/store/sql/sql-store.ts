@@ -2,6 +2,7 @@ import type { PoolStats, Store, StoreObserver } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
+import { SqlConsoleSessionRepository } from './sql-console-sessions.js';
 import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
@@ -15,6 +16,7 @@ export class SqlStore implements Store {
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
   readonly signingKeys: SqlSigningKeyRepository;
+  readonly consoleSessions: SqlConsoleSessionRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
@@ -25,6 +27,7 @@ export class SqlStore implements Store {
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
+    this.consoleSessions = new SqlConsoleSessionRepository(sql);
   }
 
   ping(): Promise<void> {

@@ -84,6 +84,15 @@ export interface SigningKeysTable {
   revoked_at: number | string | null;
 }
 
+export interface ConsoleSessionsTable {
+  id_digest: string;
+  api_key_id: string;
+  key_digest: string;
+  csrf_token: string;
+  created_at: number | string;
+  last_seen_at: number | string;
+}
+
 export interface Tables {
   applications: ApplicationsTable;
   users: UsersTable;
@@ -91,6 +100,7 @@ export interface Tables {
   api_keys: ApiKeysTable;
   settings: SettingsTable;
   signing_keys: SigningKeysTable;
+  console_sessions: ConsoleSessionsTable;
 }
 
 // U+001F sorts below every character a provider may contain ('-' is the smallest), so the
