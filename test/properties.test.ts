@@ -97,15 +97,17 @@ function withoutRefs(document: unknown): unknown {
       if (target === undefined) throw new Error(`no component for ${ref}`);
       return resolve(target);
     }
-    const entries = Object.entries(value).map(([key, member]) => [key, resolve(member)]);
-    // The document says http-url as the standard `uri` (with a pattern); the app's validator,
-    // which these tests judge by, knows it by its own name.
-    return Object.fromEntries(
-      entries.map(([key, member]) => [
-        key,
-        key === 'format' && member === 'uri' ? 'http-url' : member,
-      ]),
-    );
+    const schema = Object.fromEntries(
+      Object.entries(value).map(([key, member]) => [key, resolve(member)]),
+    ) as Record<string, unknown>;
+    // The document says http-url as the standard `uri` (with a pattern) and BCP 47 tags only in
+    // words (`x-rule`); the app's validator, which these tests judge by, has a format for each.
+    if (schema.format === 'uri') schema.format = 'http-url';
+    const rule = schema['x-rule'];
+    if (typeof rule === 'string' && rule.startsWith('a BCP 47 language tag')) {
+      schema.format ??= 'language-tag';
+    }
+    return schema;
   };
   return resolve(document);
 }
