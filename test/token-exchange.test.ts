@@ -1,5 +1,5 @@
 // tessera-test: both-stores
-// SPEC §7 token exchange against a real OpenID provider (oidc-provider, in process): genuine
+// The token exchange against a real OpenID provider (oidc-provider, in process): genuine
 // ID tokens from authorization code + PKCE, then every kind of forged or broken token.
 
 import { strict as assert } from 'node:assert';

@@ -4,6 +4,7 @@
 
 import type { CompiledQuery, Expression, Kysely, SqlBool } from 'kysely';
 import type { PoolStats, StoreObserver } from '../store.js';
+import type { EventRow } from './rows.js';
 import type { Tables } from './tables.js';
 
 export interface WriteOptions {
@@ -18,6 +19,12 @@ export interface WriteOptions {
    * ConditionFailedError.
    */
   everyStatementChanges?: boolean;
+  /**
+   * Events recording this write, inserted last in the same transaction with ids in commit
+   * order, and only when every statement changed at least one row (a conditional write whose
+   * version moved on changed nothing, so it records nothing).
+   */
+  events?: readonly EventRow[];
 }
 
 export interface SqlExecutor {
