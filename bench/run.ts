@@ -2,7 +2,7 @@
 //
 // For each store: seed one application with BENCH_USERS users through the store (in
 // batches, before the server starts), start the built server as its own process
-// (`node dist/main.js`, what `npm start` runs), and a bare node:http server that answers
+// (`node dist/main.js` with the flags `npm start` gives it), and a bare node:http server that answers
 // the same bytes (bench/bare-server.mjs). Then, per scenario, drive both from this process
 // with autocannon under the same settings, alternating which goes first, ROUNDS times, and
 // report medians and Tessera's rate as a ratio to the bare server's.
@@ -47,6 +47,16 @@ const PREFIX = '/iam/api/v1';
 const CLIENT_ID = 'bench-app';
 const PROVIDER = 'google_oauth2';
 const OUT_DIR = join(repository, 'bench', 'results');
+/** Node's flags in `npm start` (`exec node <flags> dist/main.js`): the server runs as it does. */
+const START_FLAGS = (
+  (
+    JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.match(/node (.*)dist\/main\.js/)?.[1] ?? ''
+)
+  .split(' ')
+  .filter((flag) => flag !== '');
 
 type StoreKind = 'sqlite' | 'postgres';
 
@@ -572,19 +582,22 @@ async function prepareStore(
     );
     await store.migrate();
     const now = Date.now();
-    await store.applications.insertApplication({
-      clientId: CLIENT_ID,
-      displayName: 'Benchmark',
-      description: 'The application the benchmark users belong to',
-      mode: 'external',
-      jwtExpirationInMinutes: 60,
-      // The peer is the users' provider: the exchange scenario's ID tokens come from it.
-      externalTokenValidation: externalTokenValidation(peer, PROVIDER),
-      scimProvider: PROVIDER,
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
-    });
+    await store.applications.insertApplication(
+      {
+        clientId: CLIENT_ID,
+        displayName: 'Benchmark',
+        description: 'The application the benchmark users belong to',
+        mode: 'external',
+        jwtExpirationInMinutes: 60,
+        // The peer is the users' provider: the exchange scenario's ID tokens come from it.
+        externalTokenValidation: externalTokenValidation(peer, PROVIDER),
+        scimProvider: PROVIDER,
+        createdAt: now,
+        updatedAt: now,
+        etag: newVersion(),
+      },
+      [],
+    );
     // Two batches in flight: one being built here while the store writes the other.
     let pending: Promise<void> = Promise.resolve();
     for (let start = 0; start < USERS; start += SEED_BATCH) {
@@ -592,7 +605,7 @@ async function prepareStore(
       for (let n = start; n < Math.min(USERS, start + SEED_BATCH); n++)
         batch.push(seedUser(n, now));
       await pending;
-      pending = store.users.insertUsers(batch);
+      pending = store.users.insertUsers(batch, []);
     }
     await pending;
     const secret = await store.settings.getOrCreateSetting(
@@ -638,19 +651,23 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
     // BENCH_CPU_PROF=<dir>: Tessera writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF;
     const nodeArgs = profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
-    tessera = await startServerProcess(process.execPath, [...nodeArgs, 'dist/main.js'], {
-      DATABASE_URL: prepared.databaseUrl,
-      IAM_BOOTSTRAP_API_KEY: apiKey,
-      IAM_DATA_DIR: dataDir,
-      // The limiter runs as in production, with a limit the benchmark never reaches.
-      IAM_RATE_LIMIT_PER_MINUTE: '999999999',
-      LOG_LEVEL: 'info',
-      // The peer, whose keys the exchange fetches, listens on http://127.0.0.1.
-      IAM_ALLOW_INSECURE_JWKS: 'true',
-      // The refusals themselves are measured (wrong-key, pre-auth-*), not the 429 that the
-      // failed-authentication limit answers after 60 of them.
-      IAM_AUTH_FAILURES_PER_MINUTE: '0',
-    });
+    tessera = await startServerProcess(
+      process.execPath,
+      [...START_FLAGS, ...nodeArgs, 'dist/main.js'],
+      {
+        DATABASE_URL: prepared.databaseUrl,
+        IAM_BOOTSTRAP_API_KEY: apiKey,
+        IAM_DATA_DIR: dataDir,
+        // The limiter runs as in production, with a limit the benchmark never reaches.
+        IAM_RATE_LIMIT_PER_MINUTE: '999999999',
+        LOG_LEVEL: 'info',
+        // The peer, whose keys the exchange fetches, listens on http://127.0.0.1.
+        IAM_ALLOW_INSECURE_JWKS: 'true',
+        // The refusals themselves are measured (wrong-key, pre-auth-*), not the 429 that the
+        // failed-authentication limit answers after 60 of them.
+        IAM_AUTH_FAILURES_PER_MINUTE: '0',
+      },
+    );
     bare = await startBareServer();
     const pid = tessera.process.pid!;
     const results = new Map<string, ScenarioResult>();

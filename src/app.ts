@@ -34,6 +34,8 @@ import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
+import { registerEventRoutes } from './modules/events/events.routes.js';
+import { EventsService } from './modules/events/events.service.js';
 import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
 import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
@@ -75,6 +77,7 @@ export interface Services {
   tokenExchange: TokenExchange;
   scim: ScimService;
   scimGroups: ScimGroupsService;
+  events: EventsService;
   consoleSessions: ConsoleSessions;
 }
 
@@ -123,6 +126,7 @@ export function createServices(deps: {
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
+    events: new EventsService({ store, clock }),
     consoleSessions: new ConsoleSessions({
       store,
       clock,
@@ -235,6 +239,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   let closing = false;
   app.addHook('preClose', function markClosing(done) {
     closing = true;
+    services.events.stopWaiting();
     done();
   });
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
@@ -295,6 +300,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
+        { name: 'events', description: 'The audit trail and change feed' },
         {
           name: 'scim',
           description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
@@ -378,6 +384,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
       registerSigningKeyRoutes(scope, services);
+      registerEventRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );

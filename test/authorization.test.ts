@@ -171,6 +171,14 @@ const ROUTES: RouteRow[] = [
     restricted: 'forbidden',
   },
   {
+    method: 'GET',
+    path: '/events',
+    role: 'events:read',
+    request: () => ({ path: '/events' }),
+    // Served, showing only the events of the key's own applications.
+    restricted: 'served',
+  },
+  {
     method: 'POST',
     path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
     role: 'tokens:write',

@@ -3,6 +3,7 @@
 // but sign-in needs a session; every POST needs the session's CSRF token and a same-origin
 // Origin. The pages call the services directly, with the API's schemas and the caller's key.
 
+import type { ChangeOrigin } from '../changes.js';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import cookie from '@fastify/cookie';
@@ -49,6 +50,11 @@ export interface ConsoleDeps {
 /** The session of a request that passed the session hook. */
 export function sessionOf(request: FastifyRequest): ConsoleSession {
   return request.consoleSession!;
+}
+
+/** The origin of a change made in the console: the session's API key, the request id. */
+export function consoleOrigin(request: FastifyRequest): ChangeOrigin {
+  return { actor: { type: 'api_key', id: sessionOf(request).key.id }, requestId: request.id };
 }
 
 export function viewerOf(request: FastifyRequest): Viewer {

@@ -165,6 +165,7 @@ export function registerOAuthRoutes(
       async function exchangeToken(request, reply) {
         const result = await deps.tokenExchange.exchange(
           (request.body ?? {}) as Record<string, string>,
+          request.id,
         );
         reply.header('cache-control', 'no-store');
         return result;
