@@ -98,13 +98,13 @@ async function seed(kind: string): Promise<{ databaseUrl: string; cleanUp: () =>
     createdAt: now,
     updatedAt: now,
     etag: newVersion(),
-  });
+  }, []);
   let pending: Promise<void> = Promise.resolve();
   for (let start = 0; start < USERS; start += SEED_BATCH) {
     const batch = [];
     for (let n = start; n < Math.min(USERS, start + SEED_BATCH); n++) batch.push(seedUser(n, now));
     await pending;
-    pending = store.users.insertUsers(batch);
+    pending = store.users.insertUsers(batch, []);
   }
   await pending;
   await store.close();
