@@ -87,18 +87,21 @@ async function seed(kind: string): Promise<{ databaseUrl: string; cleanUp: () =>
   );
   await store.migrate();
   const now = Date.now();
-  await store.applications.insertApplication({
-    clientId: CLIENT_ID,
-    displayName: 'Benchmark',
-    description: '',
-    mode: 'internal',
-    jwtExpirationInMinutes: 60,
-    externalTokenValidation: null,
-    scimProvider: null,
-    createdAt: now,
-    updatedAt: now,
-    etag: newVersion(),
-  }, []);
+  await store.applications.insertApplication(
+    {
+      clientId: CLIENT_ID,
+      displayName: 'Benchmark',
+      description: '',
+      mode: 'internal',
+      jwtExpirationInMinutes: 60,
+      externalTokenValidation: null,
+      scimProvider: null,
+      createdAt: now,
+      updatedAt: now,
+      etag: newVersion(),
+    },
+    [],
+  );
   let pending: Promise<void> = Promise.resolve();
   for (let start = 0; start < USERS; start += SEED_BATCH) {
     const batch = [];
