@@ -33,6 +33,7 @@ import {
   registerStoreMetrics,
 } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
+import { registerAccessLog } from './http/logging.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -164,6 +165,8 @@ export interface AppOptions {
   version: string;
   /** The metrics /metrics serves, shared with the services; made here when not given. */
   metrics?: Metrics;
+  /** One info line per request (IAM_ACCESS_LOG); off unless set. */
+  accessLog?: boolean;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
   timeouts?: Partial<typeof HTTP_TIMEOUTS>;
 }
@@ -251,6 +254,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerStoreMetrics(metrics, store);
   registerRequestMetrics(app, metrics.registry, { tokenEndpoint: TOKEN_ENDPOINT });
   registerErrorHandling(app, routeIndex);
+  if (options.accessLog === true) registerAccessLog(app);
   let closing = false;
   app.addHook('preClose', function markClosing(done) {
     closing = true;

@@ -84,8 +84,13 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     version,
     metrics,
+    accessLog: config.accessLog,
   });
+  const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>
+    logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
+  );
   app.addHook('onClose', async function closeStore() {
+    stopPruning();
     await store.close();
     rateLimitRedis?.disconnect();
   });

@@ -104,6 +104,7 @@ export async function buildTestApp(
     logLevel?: string;
     tokens?: Partial<TokenSettings>;
     timeouts?: AppOptions['timeouts'];
+    accessLog?: boolean;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -152,6 +153,7 @@ export async function buildTestApp(
     version: 'test',
     metrics,
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+    ...(options.accessLog === undefined ? {} : { accessLog: options.accessLog }),
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {
