@@ -103,6 +103,7 @@ export async function buildTestApp(
     logLevel?: string;
     tokens?: Partial<TokenSettings>;
     timeouts?: AppOptions['timeouts'];
+    accessLog?: boolean;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -148,6 +149,7 @@ export async function buildTestApp(
     trustProxy: false,
     version: 'test',
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+    ...(options.accessLog === undefined ? {} : { accessLog: options.accessLog }),
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {
