@@ -396,6 +396,21 @@ describe('the admin console in Chromium', { timeout: 300_000 }, async () => {
     await screenshot('signing-keys');
   });
 
+  it('shows the events, and new ones as they happen', { skip }, async () => {
+    await page.goto(url('/console/events?client_id=billing-web&type=application.*,user.updated'));
+    const types = () => page.locator('#events tbody tr td:nth-child(2)').allInnerTexts();
+    assert.ok((await types()).includes('application.created'), (await types()).join(', '));
+    assert.ok((await types()).includes('user.updated'));
+    await checkAccessibility('events');
+    // A change made elsewhere (the API) appears without reloading the page.
+    await callServer(console_.server, console_.adminKey, 'PATCH', '/applications/billing-web', {
+      description: 'Invoices, payments and refunds',
+    });
+    await page.locator('tbody.new-events td:has-text("application.updated")').waitFor();
+    await checkAccessibility('events (live)');
+    await screenshot('events');
+  });
+
   it('refuses a cross-site form post without the CSRF token', { skip }, async () => {
     // Another port of the same host: the same site, so the cookie goes along; the token does not.
     attacker = createServer((_request, response) => {
