@@ -106,7 +106,7 @@ describe('every operation under generated and mutated requests', { timeout: 600_
       none: null,
       garbage: 'not-a-key',
     };
-    const document = ctx.app.swagger() as unknown as {
+    const document = inlineReferences(ctx.app.swagger()) as {
       paths: Record<string, Record<string, Operation>>;
     };
     operations = Object.entries(document.paths)
@@ -166,7 +166,9 @@ describe('every operation under generated and mutated requests', { timeout: 600_
         for (const [name, value] of values) concrete = concrete.replace(`{${name}}`, value);
         return concrete;
       });
-    const queryParameters = parameters.filter((p) => p.in === 'query');
+    // `wait` (the event feed's long poll) holds a request up to 30 s when nothing new commits:
+    // it is left out here, and test/events.test.ts covers it.
+    const queryParameters = parameters.filter((p) => p.in === 'query' && p.name !== 'wait');
     const queryArbitrary = fc
       .tuple(
         fc.tuple(
@@ -368,3 +370,38 @@ describe('every operation under generated and mutated requests', { timeout: 600_
     }
   });
 });
+
+/**
+ * The document with every local `$ref` (`#/components/schemas/User`) replaced by the schema it
+ * names, so the generators and the response check see each operation's schemas whole; and the
+ * formats the document states in standard words for other tools (an http: URL as `uri` plus a
+ * pattern, a language tag as its rule only) named again as the server validates them, so
+ * generated values pass or fail as they do at the server.
+ */
+function inlineReferences(document: object): unknown {
+  const resolve = (pointer: string): unknown =>
+    pointer
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((node, part) => (node as Record<string, unknown>)[part], document);
+  const inline = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(inline);
+    if (node === null || typeof node !== 'object') return node;
+    const { $ref: reference, ...rest } = node as Record<string, unknown>;
+    if (typeof reference === 'string' && reference.startsWith('#/')) {
+      return { ...(inline(resolve(reference)) as object), ...(inline(rest) as object) };
+    }
+    const schema = Object.fromEntries(
+      Object.entries(node).map(([key, value]) => [key, inline(value)]),
+    );
+    if (schema.format === 'uri' && String(schema.pattern).startsWith('^[Hh][Tt][Tt][Pp]')) {
+      delete schema.pattern;
+      schema.format = 'http-url';
+    }
+    if (schema.format === undefined && String(schema['x-rule']).includes('BCP 47')) {
+      schema.format = 'language-tag';
+    }
+    return schema;
+  };
+  return inline(document);
+}
