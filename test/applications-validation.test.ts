@@ -1,4 +1,5 @@
-// The boundary tables of the applications resource: the field rules of SPEC §3 through POST,
+// tessera-test: both-stores
+// The boundary tables of the applications resource: the field rules of docs/api.md through POST,
 // PUT and PATCH; media types; If-Match conditions; list query parameters and cursors.
 
 import { strict as assert } from 'node:assert';
@@ -7,6 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import {
   applicationBody,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -14,11 +16,7 @@ import {
   type TestContext,
 } from './helpers.js';
 
-let ctx: TestContext;
-before(async () => {
-  ctx = await buildTestApp();
-});
-after(() => ctx.close());
+const ctx = useTestApp();
 
 let counter = 0;
 function nextClientId(): string {

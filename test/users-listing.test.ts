@@ -1,8 +1,10 @@
+// tessera-test: both-stores
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import {
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -15,7 +17,7 @@ const USERS = `/applications/${CLIENT}/users`;
 
 type Pair = readonly [provider: string, identifier: string];
 
-/** (provider, identifier) in byte (UTF-8) order, as SPEC §4 requires. */
+/** (provider, identifier) in byte (UTF-8) order, as docs/api.md promises. */
 function compareBytes(a: Pair, b: Pair): number {
   return (
     Buffer.compare(Buffer.from(a[0]), Buffer.from(b[0])) ||
@@ -408,12 +410,9 @@ describe('GET /applications/:client_id/users — pagination', () => {
 });
 
 describe('GET /applications/:client_id/users — query validation', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   const invalid: [string, string][] = [
     ['provider=BAD', 'provider'],

@@ -354,6 +354,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/iam/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit trail: every change, in commit order
+         * @description Ascending by id. Page on with `after` (the `next_after` of the previous page); with `wait`, an empty answer waits up to that many seconds for a matching event (a change feed). A restricted API key sees only the events of its applications.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scim/v2/{client_id}/ServiceProviderConfig": {
         parameters: {
             query?: never;
@@ -541,7 +561,7 @@ export interface components {
             /** @description What the key is for; stored trimmed. */
             name: string;
             /** @description A subset of the calling key's roles. */
-            roles: ("applications:read" | "applications:write" | "users:read" | "users:write" | "keys:read" | "keys:write" | "tokens:write" | "events:read")[];
+            roles: ("applications:read" | "applications:write" | "users:read" | "users:write" | "keys:read" | "keys:write" | "tokens:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
             /** @description Restrict the key to these applications; null: all (only for unrestricted callers). */
             applications?: string[] | null;
             /**
@@ -735,6 +755,44 @@ export interface components {
             created_at?: $Read<unknown>;
             /** @description Read-only; accepted and ignored. */
             updated_at?: $Read<unknown>;
+        };
+        Event: {
+            /** @description Sorts in commit order; pass as `after` to read on. */
+            id: string;
+            /** @example user.updated */
+            type: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            occurred_at: string;
+            actor: {
+                /** @enum {string} */
+                type: "api_key" | "token_exchange" | "scim" | "cli" | "system";
+                /** @description The API key id (api_key, scim), or null. */
+                id: string | null;
+            };
+            client_id: string | null;
+            resource: {
+                /** @enum {string} */
+                type: "application" | "user" | "api_key" | "signing_key" | "webhook";
+                /** @description Its identifying members. */
+                id: {
+                    [key: string]: unknown;
+                };
+            };
+            changes: {
+                member: string;
+                before: unknown;
+                after: unknown;
+            }[] | null;
+            request_id: string | null;
+        };
+        EventPage: {
+            items: components["schemas"]["Event"][];
+            /** @description The id of the last event listed (or the `after` given, when none was): pass it as `after` to read on. */
+            next_after: string | null;
         };
         ExternalTokenValidationReport: {
             /** @description True when an exchange of this token would succeed now. */
@@ -3745,6 +3803,99 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Event types, comma-separated; `application.*` matches every application event. */
+                type?: string;
+                client_id?: string;
+                actor_id?: string;
+                resource_type?: "application" | "user" | "api_key" | "signing_key" | "webhook";
+                /** @description Events that occurred at or after this time. */
+                since?: string;
+                /** @description Events that occurred before this time. */
+                until?: string;
+                /** @description An event id: only events after it are listed (ids sort in commit order). */
+                after?: string;
+                /** @description Page size, 1–1000. */
+                limit?: number;
+                /** @description Long poll: when no event matches yet, wait up to this many seconds (1–30) for one. */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,4 +1,4 @@
-// RFC 8693 token exchange for native apps (SPEC §7): an ID token from an outside provider
+// RFC 8693 token exchange for native apps: an ID token from an outside provider
 // in, a Tessera access token out. The outside token is the only credential. The same
 // evaluation serves the integrators' dry run, which stops before creating anything.
 
@@ -39,6 +39,8 @@ export class OAuthError extends Error {
     readonly description: string,
     readonly status = error === 'invalid_client' ? 401 : 400,
     readonly headers: Record<string, string> = {},
+    /** The check of the token or user that refused the exchange, when one did (metrics). */
+    readonly failedCheck: string | null = null,
   ) {
     super(description);
   }
@@ -212,15 +214,25 @@ function checkExchangeParameters(parameters: Record<string, string>) {
 
 function refusal(failure: CheckFailure): OAuthError {
   if (failure.retryable) {
-    return new OAuthError('temporarily_unavailable', failure.detail, 503, {
-      'retry-after': String(PROVIDER_RETRY_AFTER_SECONDS),
-    });
+    return new OAuthError(
+      'temporarily_unavailable',
+      failure.detail,
+      503,
+      { 'retry-after': String(PROVIDER_RETRY_AFTER_SECONDS) },
+      failure.check,
+    );
   }
-  return new OAuthError('invalid_grant', `${failure.check}: ${failure.detail}`);
+  return new OAuthError(
+    'invalid_grant',
+    `${failure.check}: ${failure.detail}`,
+    400,
+    {},
+    failure.check,
+  );
 }
 
 /**
- * The user first login registers (SPEC §7): profile from the token's claims, empty roles
+ * The user first login registers (external mode): profile from the token's claims, empty roles
  * and scopes. Returns why not when the token carries no usable e-mail address.
  */
 export function registrationFromClaims(
