@@ -589,19 +589,22 @@ async function prepareStore(
     );
     await store.migrate();
     const now = Date.now();
-    await store.applications.insertApplication({
-      clientId: CLIENT_ID,
-      displayName: 'Benchmark',
-      description: 'The application the benchmark users belong to',
-      mode: 'external',
-      jwtExpirationInMinutes: 60,
-      // The peer is the users' provider: the exchange scenario's ID tokens come from it.
-      externalTokenValidation: externalTokenValidation(peer, PROVIDER),
-      scimProvider: PROVIDER,
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
-    });
+    await store.applications.insertApplication(
+      {
+        clientId: CLIENT_ID,
+        displayName: 'Benchmark',
+        description: 'The application the benchmark users belong to',
+        mode: 'external',
+        jwtExpirationInMinutes: 60,
+        // The peer is the users' provider: the exchange scenario's ID tokens come from it.
+        externalTokenValidation: externalTokenValidation(peer, PROVIDER),
+        scimProvider: PROVIDER,
+        createdAt: now,
+        updatedAt: now,
+        etag: newVersion(),
+      },
+      [],
+    );
     // Two batches in flight: one being built here while the store writes the other.
     let pending: Promise<void> = Promise.resolve();
     for (let start = 0; start < USERS; start += SEED_BATCH) {
@@ -609,7 +612,7 @@ async function prepareStore(
       for (let n = start; n < Math.min(USERS, start + SEED_BATCH); n++)
         batch.push(seedUser(n, now));
       await pending;
-      pending = store.users.insertUsers(batch);
+      pending = store.users.insertUsers(batch, []);
     }
     await pending;
     const secret = await store.settings.getOrCreateSetting(

@@ -3,11 +3,16 @@
 //   npm run openapi -- [FILE]   writes it to FILE (or stdout)
 //   npm run openapi:lint        lints it with Redocly CLI's recommended rules (redocly.yaml);
 //                               any error fails (`npm run check` runs this)
+//   npm run client:generate     regenerates the TypeScript client's types from it:
+//                               clients/typescript/openapi.json and src/schema.ts
+//   npm run client:check        fails when those files are not what generate would write
+//                               (`npm run check` runs this)
 
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import openapiTS, { astToString } from 'openapi-typescript';
 import pino from 'pino';
 import { buildApp, createServices } from '../src/app.js';
 import { systemClock } from '../src/clock.js';
@@ -56,14 +61,61 @@ function lint(document: string): number {
   }
 }
 
+const CLIENT = 'clients/typescript';
+
+/** The client's generated files, path → content. */
+async function clientFiles(document: string): Promise<Record<string, string>> {
+  // readOnly members become $Read<T>: openapi-fetch leaves them out of request bodies. A member
+  // with a default stays optional (the server fills it in).
+  const ast = await openapiTS(JSON.parse(document) as Parameters<typeof openapiTS>[0], {
+    readWriteMarkers: true,
+    defaultNonNullable: false,
+    silent: true,
+  });
+  const header =
+    '// Generated from the OpenAPI document by `npm run client:generate`: do not edit.\n' +
+    '// `npm run check` fails when this file is stale.\n\n';
+  return {
+    [`${CLIENT}/openapi.json`]: document,
+    [`${CLIENT}/src/schema.ts`]: header + astToString(ast),
+  };
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
 const [command = 'print', target] = process.argv.slice(2);
-const document = await buildDocument(process.env.npm_package_version ?? '0.0.0');
+const document = await buildDocument(version);
 if (command === 'print') {
   if (target === undefined) process.stdout.write(document);
   else writeFileSync(target, document);
 } else if (command === 'lint') {
   process.exitCode = lint(document);
+} else if (command === 'client') {
+  for (const [path, content] of Object.entries(await clientFiles(document))) {
+    writeFileSync(path, content);
+    process.stdout.write(`wrote ${path}\n`);
+  }
+} else if (command === 'client-check') {
+  const stale = Object.entries(await clientFiles(document))
+    .filter(([path, content]) => readOrEmpty(path) !== content)
+    .map(([path]) => path);
+  if (stale.length > 0) {
+    process.stderr.write(
+      `${stale.join(', ')}: stale, the API changed since they were generated. ` +
+        'Run `npm run client:generate` and commit the result.\n',
+    );
+    process.exitCode = 1;
+  } else {
+    process.stdout.write('The TypeScript client matches the OpenAPI document.\n');
+  }
 } else {
-  process.stderr.write(`unknown command ${command}: print [FILE] or lint\n`);
+  process.stderr.write(`unknown command ${command}: print [FILE], lint, client, client-check\n`);
   process.exitCode = 2;
 }

@@ -26,6 +26,7 @@ import {
 import { finishDocument } from './http/openapi.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
+import { registerAccessLog } from './http/logging.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -34,6 +35,8 @@ import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
+import { registerEventRoutes } from './modules/events/events.routes.js';
+import { EventsService } from './modules/events/events.service.js';
 import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
 import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
@@ -75,6 +78,7 @@ export interface Services {
   tokenExchange: TokenExchange;
   scim: ScimService;
   scimGroups: ScimGroupsService;
+  events: EventsService;
   consoleSessions: ConsoleSessions;
 }
 
@@ -123,6 +127,7 @@ export function createServices(deps: {
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
+    events: new EventsService({ store, clock }),
     consoleSessions: new ConsoleSessions({
       store,
       clock,
@@ -146,6 +151,8 @@ export interface AppOptions {
   authFailuresRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
+  /** One info line per request (IAM_ACCESS_LOG); off unless set. */
+  accessLog?: boolean;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
   timeouts?: Partial<typeof HTTP_TIMEOUTS>;
 }
@@ -232,9 +239,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = createMetricsRegistry();
   registerRequestMetrics(app, metrics);
   registerErrorHandling(app, routeIndex);
+  if (options.accessLog === true) registerAccessLog(app);
   let closing = false;
   app.addHook('preClose', function markClosing(done) {
     closing = true;
+    services.events.stopWaiting();
     done();
   });
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
@@ -295,6 +304,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
+        { name: 'events', description: 'The audit trail and change feed' },
         {
           name: 'scim',
           description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
@@ -378,6 +388,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
       registerSigningKeyRoutes(scope, services);
+      registerEventRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );

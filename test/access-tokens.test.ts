@@ -1,8 +1,9 @@
-// Tessera's own access tokens (SPEC §7): the trusted back-end route, the JWKS and discovery
+// Tessera's own access tokens (docs/api.md, Access tokens): the trusted back-end route, the JWKS and discovery
 // documents, signing-key rotation — and a resource server that verifies tokens with jose
 // against the JWKS over HTTP, as any back end would.
 
 import { strict as assert } from 'node:assert';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
@@ -106,7 +107,7 @@ describe('a resource server verifying Tessera access tokens with jose against th
     return (token: string) => jwtVerify(token, keys, { issuer: ISSUER, audience, typ: 'at+jwt' });
   };
 
-  it('verifies a token and finds every claim of SPEC §7', async () => {
+  it('verifies a token and finds every claim docs/api.md lists', async () => {
     const { payload, protectedHeader } = await verifierFor('app-a')(tokenOf(await issue(ctx)));
     assert.equal(protectedHeader.alg, 'ES256');
     assert.equal(protectedHeader.typ, 'at+jwt');
@@ -239,7 +240,7 @@ describe('signing keys', () => {
       await createApplication(ctx, { client_id: 'app-a' });
       await createUser(ctx, 'app-a');
       const firstKid = decodeProtectedHeader(tokenOf(await issue(ctx))).kid;
-      const rotated = await ctx.services.signingKeys.rotate();
+      const rotated = await ctx.services.signingKeys.rotate(CLI_ORIGIN);
       clock.advance(31_000); // past the instance's key cache
       assert.deepEqual(
         (await jwks(ctx)).map((key) => key.kid),

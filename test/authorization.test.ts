@@ -171,6 +171,14 @@ const ROUTES: RouteRow[] = [
     restricted: 'forbidden',
   },
   {
+    method: 'GET',
+    path: '/events',
+    role: 'events:read',
+    request: () => ({ path: '/events' }),
+    // Served, showing only the events of the key's own applications.
+    restricted: 'served',
+  },
+  {
     method: 'POST',
     path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
     role: 'tokens:write',
@@ -190,7 +198,7 @@ const label = (row: RouteRow) => `${row.method} ${row.path}`;
 
 /**
  * Routes outside the API that anyone may call: health, metrics, the API documentation, token
- * discovery, and the token endpoint (whose credential is the outside ID token, SPEC §4).
+ * discovery, and the token endpoint (whose credential is the outside ID token).
  */
 const PUBLIC_ROUTES = [
   'GET /',

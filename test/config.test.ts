@@ -142,7 +142,7 @@ describe('loadConfig', () => {
   });
 });
 
-describe('loadConfig: access tokens (SPEC §7)', () => {
+describe('loadConfig: access tokens', () => {
   it('defaults to ES256, the listen address as issuer, and the SSRF fence on', () => {
     assert.deepEqual(loadConfig({}).tokens, {
       algorithm: 'ES256',
@@ -194,4 +194,17 @@ describe('loadConfig: access tokens (SPEC §7)', () => {
       );
     });
   }
+});
+
+describe('audit trail settings', () => {
+  it('keeps events 90 days and logs every request unless told otherwise', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.eventRetentionDays, 90);
+    assert.equal(defaults.accessLog, true);
+    const set = loadConfig({ IAM_EVENT_RETENTION_DAYS: '7', IAM_ACCESS_LOG: 'false' });
+    assert.equal(set.eventRetentionDays, 7);
+    assert.equal(set.accessLog, false);
+    assert.throws(() => loadConfig({ IAM_EVENT_RETENTION_DAYS: '0' }), /IAM_EVENT_RETENTION_DAYS/);
+    assert.throws(() => loadConfig({ IAM_ACCESS_LOG: 'yes' }), /IAM_ACCESS_LOG/);
+  });
 });

@@ -3,6 +3,7 @@
 // schema of its own when TESSERA_TEST_STORE=postgres (the second pass of `npm test`).
 
 import { Writable } from 'node:stream';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import { after } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -102,6 +103,7 @@ export async function buildTestApp(
     logLevel?: string;
     tokens?: Partial<TokenSettings>;
     timeouts?: AppOptions['timeouts'];
+    accessLog?: boolean;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -147,15 +149,20 @@ export async function buildTestApp(
     trustProxy: false,
     version: 'test',
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+    ...(options.accessLog === undefined ? {} : { accessLog: options.accessLog }),
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {
-    const issued = await services.apiKeys.createApiKey('operator', {
-      name: grants.name ?? 'test key',
-      roles: grants.roles ?? ROLES,
-      applications: grants.applications ?? null,
-      expiresAt: grants.expiresAt ?? null,
-    });
+    const issued = await services.apiKeys.createApiKey(
+      'operator',
+      {
+        name: grants.name ?? 'test key',
+        roles: grants.roles ?? ROLES,
+        applications: grants.applications ?? null,
+        expiresAt: grants.expiresAt ?? null,
+      },
+      CLI_ORIGIN,
+    );
     everySecret.add(issued.secret);
     return issued.secret;
   };

@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe } from 'node:test';
 import { describeApiKeysContract } from './contract/api-keys.js';
 import { describeApplicationsContract } from './contract/applications.js';
+import { describeEventsContract } from './contract/events.js';
 import { describeConsoleSessionsContract } from './contract/console-sessions.js';
 import type { ContractContext } from './contract/fixtures.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
@@ -34,6 +35,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
     describeSigningKeysContract(ctx);
+    describeEventsContract(ctx);
     describeConsoleSessionsContract(ctx);
     describeLifecycleContract(ctx);
   });

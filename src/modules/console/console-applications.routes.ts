@@ -21,6 +21,7 @@ import {
 } from './console-applications.view.js';
 import { type FieldErrors, fieldErrorsOf } from './console-layout.view.js';
 import {
+  consoleOrigin,
   formOf,
   redirectAfterPost,
   requireApplication,
@@ -199,7 +200,7 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
           bodyFrom(values, true),
         );
         requireApplication(request, body.client_id);
-        const application = await applications.createApplication(body);
+        const application = await applications.createApplication(body, consoleOrigin(request));
         return redirectAfterPost(
           reply,
           `/console/applications/${application.clientId}?notice=created`,
@@ -242,6 +243,7 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
           clientId,
           body,
           (version) => version === etag,
+          consoleOrigin(request),
         );
         const notice = saved.etag === before.etag ? 'unchanged' : 'saved';
         return redirectAfterPost(reply, `/console/applications/${clientId}?notice=${notice}`);
@@ -275,7 +277,7 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
           400,
         );
       }
-      await applications.deleteApplication(clientId, () => true);
+      await applications.deleteApplication(clientId, () => true, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/applications?notice=deleted');
     },
   );

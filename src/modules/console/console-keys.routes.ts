@@ -15,7 +15,14 @@ import { type ApiKeyFormValues, apiKeysPage, secretPage } from './console-api-ke
 import { formProblem, noticeOf } from './console-applications.routes.js';
 import type { FieldErrors } from './console-layout.view.js';
 import { signingKeysPage } from './console-signing-keys.view.js';
-import { formOf, redirectAfterPost, requireRole, sessionOf, viewerOf } from './console.routes.js';
+import {
+  consoleOrigin,
+  formOf,
+  redirectAfterPost,
+  requireRole,
+  sessionOf,
+  viewerOf,
+} from './console.routes.js';
 import { assertBody, formList, formText } from './console.schemas.js';
 
 const PAGE_SIZE = 50;
@@ -98,12 +105,16 @@ export function registerConsoleKeyRoutes(
         applications: restriction.length === 0 ? null : restriction,
         expires_at: values.expires_at === '' ? null : values.expires_at,
       });
-      const issued = await apiKeys.createApiKey(sessionOf(request).key, {
-        name: body.name.trim(),
-        roles: body.roles as Role[],
-        applications: body.applications ?? null,
-        expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
-      });
+      const issued = await apiKeys.createApiKey(
+        sessionOf(request).key,
+        {
+          name: body.name.trim(),
+          roles: body.roles as Role[],
+          applications: body.applications ?? null,
+          expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
+        },
+        consoleOrigin(request),
+      );
       return html(reply, 201, secretPage(viewerOf(request), issued.record, issued.secret, false));
     } catch (error) {
       if (error instanceof ProblemError && error.status === 403) {
@@ -129,6 +140,7 @@ export function registerConsoleKeyRoutes(
         sessionOf(request).key,
         id,
         DEFAULT_ROTATION_OVERLAP_SECONDS * 1000,
+        consoleOrigin(request),
       );
       return html(reply, 200, secretPage(viewerOf(request), issued.record, issued.secret, true));
     },
@@ -140,7 +152,7 @@ export function registerConsoleKeyRoutes(
     async function revokeApiKey(request, reply) {
       requireRole(request, 'keys:write');
       const { id } = request.params as { id: string };
-      await apiKeys.revokeApiKey(sessionOf(request).key, id);
+      await apiKeys.revokeApiKey(sessionOf(request).key, id, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/api-keys?notice=revoked');
     },
   );
@@ -170,7 +182,7 @@ export function registerConsoleKeyRoutes(
     { schema: { hide: true } },
     async function rotateSigningKey(request, reply) {
       requireUnrestricted(request);
-      await signingKeys.rotate();
+      await signingKeys.rotate(consoleOrigin(request));
       return redirectAfterPost(reply, '/console/signing-keys?notice=signing-rotated');
     },
   );
@@ -181,7 +193,7 @@ export function registerConsoleKeyRoutes(
     async function revokeSigningKey(request, reply) {
       requireUnrestricted(request);
       const { kid } = request.params as { kid: string };
-      await signingKeys.revokeSigningKey(kid);
+      await signingKeys.revokeSigningKey(kid, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/signing-keys?notice=signing-revoked');
     },
   );

@@ -24,6 +24,7 @@ import {
   usersPage,
 } from './console-users.view.js';
 import {
+  consoleOrigin,
   formOf,
   redirectAfterPost,
   requireApplication,
@@ -198,7 +199,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
           identifier: values.identifier,
           ...profileOf(values),
         });
-        const user = await users.createUser(clientId, body);
+        const user = await users.createUser(clientId, body, consoleOrigin(request));
         return redirectAfterPost(reply, `${base(clientId)}/${user.id}?notice=created`);
       } catch (error) {
         const { errors, message, status } = formProblem(error);
@@ -248,6 +249,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
           clientId,
           id,
           (version) => version === etag,
+          consoleOrigin(request),
           () => ({
             name: body.name.trim(),
             avatar: body.avatar ?? null,
@@ -286,6 +288,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
         clientId,
         id,
         () => true,
+        consoleOrigin(request),
         () => ({ active }),
       );
       return redirectAfterPost(
@@ -307,7 +310,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
           'Tick the confirmation box to delete the user; nothing was deleted.',
         );
       }
-      await users.deleteUserById(clientId, id, () => true);
+      await users.deleteUserById(clientId, id, () => true, consoleOrigin(request));
       return redirectAfterPost(reply, `${base(clientId)}?notice=deleted`);
     },
   );

@@ -1,5 +1,6 @@
 // SCIM Groups at /scim/v2/<client_id>/Groups: the application's roles (scim-groups.service.ts).
 
+import { scimOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CursorCodec } from '../../http/pagination.js';
@@ -135,7 +136,11 @@ export function registerScimGroupRoutes(
     },
     async function createScimGroup(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      const group = await groups.createGroup(scope, groupChangesFrom(request.body));
+      const group = await groups.createGroup(
+        scope,
+        groupChangesFrom(request.body),
+        scimOrigin(request),
+      );
       return sendGroup(request, reply, scope, group, 201);
     },
   );
@@ -187,6 +192,7 @@ export function registerScimGroupRoutes(
         request.params.id,
         changes,
         ifMatchCondition(request),
+        scimOrigin(request),
       );
       return sendGroup(request, reply, scope, group);
     },
@@ -223,6 +229,7 @@ export function registerScimGroupRoutes(
         request.params.id,
         changes,
         ifMatchCondition(request),
+        scimOrigin(request),
       );
       if (
         request.query.attributes !== undefined ||
@@ -250,7 +257,12 @@ export function registerScimGroupRoutes(
     },
     async function deleteScimGroup(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      await groups.deleteGroup(scope, request.params.id, ifMatchCondition(request));
+      await groups.deleteGroup(
+        scope,
+        request.params.id,
+        ifMatchCondition(request),
+        scimOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

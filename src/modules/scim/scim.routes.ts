@@ -1,5 +1,6 @@
 // SCIM 2.0 at /scim/v2/<client_id>: discovery and Users. Groups are in scim-groups.routes.ts.
 
+import { scimOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CursorCodec } from '../../http/pagination.js';
@@ -233,7 +234,7 @@ export function registerScimRoutes(
     },
     async function createScimUser(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      const user = await scim.createUser(scope, request.body);
+      const user = await scim.createUser(scope, request.body, scimOrigin(request));
       return sendUser(request, reply, scope, user, 201);
     },
   );
@@ -285,6 +286,7 @@ export function registerScimRoutes(
         request.params.id,
         request.body,
         ifMatchCondition(request),
+        scimOrigin(request),
       );
       return sendUser(request, reply, scope, user);
     },
@@ -315,6 +317,7 @@ export function registerScimRoutes(
         operations,
         ifMatchCondition(request),
         baseUrl(request, clientId),
+        scimOrigin(request),
       );
       return sendUser(request, reply, scope, user);
     },
@@ -335,7 +338,12 @@ export function registerScimRoutes(
     },
     async function deleteScimUser(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      await scim.deleteUser(scope, request.params.id, ifMatchCondition(request));
+      await scim.deleteUser(
+        scope,
+        request.params.id,
+        ifMatchCondition(request),
+        scimOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

@@ -1,6 +1,6 @@
 // The only way Tessera reaches out to the network: fetching an outside provider's JWKS. An
 // application's external_token_validation names the URL, so whoever may write applications
-// could otherwise make Tessera call internal services (SSRF). The fence (SPEC §7):
+// could otherwise make Tessera call internal services (SSRF). The fence:
 // - https: only;
 // - every address the host resolves to must be public unicast — loopback, private,
 //   link-local (cloud metadata at 169.254.169.254), CGNAT, multicast, reserved and the

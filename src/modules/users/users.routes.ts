@@ -1,4 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { requestOrigin } from '../request-origin.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type CursorCodec, invalidCursor, servePage } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
@@ -93,7 +94,11 @@ export function registerUserRoutes(
       },
     },
     async function createUser(request, reply) {
-      const user = await users.createUser(request.params.client_id, request.body);
+      const user = await users.createUser(
+        request.params.client_id,
+        request.body,
+        requestOrigin(request),
+      );
       const location = `${requestPath(request)}/${encodeURIComponent(user.provider)}/${encodeURIComponent(user.identifier)}`;
       reply.header('location', location);
       return sendUser(request, reply, user, 201);
@@ -195,6 +200,7 @@ export function registerUserRoutes(
         identityOf(request.params),
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendUser(request, reply, user);
     },
@@ -225,6 +231,7 @@ export function registerUserRoutes(
         identityOf(request.params),
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendUser(request, reply, user);
     },
@@ -246,7 +253,11 @@ export function registerUserRoutes(
       },
     },
     async function deleteUser(request, reply) {
-      await users.deleteUser(identityOf(request.params), ifMatchCondition(request));
+      await users.deleteUser(
+        identityOf(request.params),
+        ifMatchCondition(request),
+        requestOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

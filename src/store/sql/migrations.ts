@@ -20,6 +20,12 @@ export interface DialectTypes {
   tableEnd: Expression<unknown> | null;
   /** A new random UUID (version 4) as text, per row: ids for rows that predate them. */
   randomUuid: Expression<string>;
+  /**
+   * How event ids are handed out in commit order: SQLite's AUTOINCREMENT (one writer at a
+   * time, ids never reused), or PostgreSQL's one-row event_sequence, locked by each writing
+   * transaction just before it commits (see docs/architecture.md).
+   */
+  eventIds: 'autoincrement' | 'sequence-row';
 }
 
 /**
@@ -196,6 +202,51 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
             .addPrimaryKeyConstraint('scim_groups_pkey', ['application', 'id'])
             .addUniqueConstraint('scim_groups_display_name', ['application', 'display_name']),
         ).execute();
+      },
+    },
+    '0006_events': {
+      async up(db: Kysely<unknown>) {
+        // The audit trail. No foreign keys: an event outlives what it describes.
+        await finish(
+          db.schema
+            .createTable('events')
+            .addColumn('seq', types.eventIds === 'autoincrement' ? 'integer' : 'bigint', (c) =>
+              types.eventIds === 'autoincrement'
+                ? c.primaryKey().autoIncrement().notNull()
+                : c.primaryKey().notNull(),
+            )
+            .addColumn('type', 'text', (c) => c.notNull())
+            .addColumn('occurred_at', time, (c) => c.notNull())
+            .addColumn('actor_type', 'text', (c) => c.notNull())
+            .addColumn('actor_id', key)
+            .addColumn('client_id', key)
+            .addColumn('resource_type', 'text', (c) => c.notNull())
+            .addColumn('resource_id', 'text', (c) => c.notNull())
+            .addColumn('changes', 'text')
+            .addColumn('request_id', 'text'),
+        ).execute();
+        await db.schema
+          .createIndex('events_client_id')
+          .on('events')
+          .columns(['client_id', 'seq'])
+          .execute();
+        await db.schema
+          .createIndex('events_occurred_at')
+          .on('events')
+          .column('occurred_at')
+          .execute();
+        if (types.eventIds === 'sequence-row') {
+          await finish(
+            db.schema
+              .createTable('event_sequence')
+              .addColumn('id', 'integer', (c) => c.primaryKey().notNull())
+              .addColumn('last', time, (c) => c.notNull()),
+          ).execute();
+          await db
+            .insertInto('event_sequence' as never)
+            .values({ id: 1, last: 0 } as never)
+            .execute();
+        }
       },
     },
     '0008_console_sessions': {

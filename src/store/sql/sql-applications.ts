@@ -2,11 +2,12 @@ import type {
   ApplicationFilter,
   ApplicationRecord,
   ApplicationRepository,
+  NewEvent,
   PageQuery,
 } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { precompile } from './precompiled.js';
-import { toApplicationRecord, toApplicationRow } from './rows.js';
+import { toApplicationRecord, toApplicationRow, toEventRow } from './rows.js';
 
 /**
  * The range of client_ids that start with a prefix, on the primary key (byte order on both
@@ -27,10 +28,14 @@ export class SqlApplicationRepository implements ApplicationRepository {
     );
   }
 
-  async insertApplication(application: ApplicationRecord): Promise<void> {
-    await this.sql.write([
-      this.sql.db.insertInto('applications').values(toApplicationRow(application)).compile(),
-    ]);
+  async insertApplication(
+    application: ApplicationRecord,
+    events: readonly NewEvent[],
+  ): Promise<void> {
+    await this.sql.write(
+      [this.sql.db.insertInto('applications').values(toApplicationRow(application)).compile()],
+      { events: events.map(toEventRow) },
+    );
   }
 
   async findApplication(clientId: string): Promise<ApplicationRecord | undefined> {
@@ -64,29 +69,43 @@ export class SqlApplicationRepository implements ApplicationRepository {
     return Number(row?.count ?? 0);
   }
 
-  async replaceApplication(next: ApplicationRecord, expectedEtag: string): Promise<boolean> {
+  async replaceApplication(
+    next: ApplicationRecord,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
     const { client_id: clientId, created_at: _createdAt, ...changes } = toApplicationRow(next);
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .updateTable('applications')
-        .set(changes)
-        .where('client_id', '=', clientId)
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('applications')
+          .set(changes)
+          .where('client_id', '=', clientId)
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 
-  async deleteApplicationCascade(clientId: string, expectedEtag: string): Promise<boolean> {
+  async deleteApplicationCascade(
+    clientId: string,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
     // users.application references applications ON DELETE CASCADE: one statement removes
     // the application and its users atomically, and only if the etag still matches.
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .deleteFrom('applications')
-        .where('client_id', '=', clientId)
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .deleteFrom('applications')
+          .where('client_id', '=', clientId)
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 }

@@ -2,6 +2,7 @@ import type { Store } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
+import { SqlEventRepository } from './sql-events.js';
 import { SqlConsoleSessionRepository } from './sql-console-sessions.js';
 import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
@@ -10,6 +11,7 @@ import { SqlUserRepository } from './sql-users.js';
 
 /** The Store of every SQL dialect: repositories built on one dialect's executor. */
 export class SqlStore implements Store {
+  readonly events: SqlEventRepository;
   readonly applications: SqlApplicationRepository;
   readonly users: SqlUserRepository;
   readonly groups: SqlGroupRepository;
@@ -21,6 +23,7 @@ export class SqlStore implements Store {
 
   constructor(private readonly sql: SqlExecutor) {
     this.kind = sql.kind;
+    this.events = new SqlEventRepository(sql);
     this.applications = new SqlApplicationRepository(sql);
     this.users = new SqlUserRepository(sql);
     this.groups = new SqlGroupRepository(sql, this.users);

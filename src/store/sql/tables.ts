@@ -84,6 +84,28 @@ export interface SigningKeysTable {
   revoked_at: number | string | null;
 }
 
+export interface EventsTable {
+  /** Commit order: SQLite's AUTOINCREMENT rowid; on PostgreSQL taken from event_sequence. */
+  seq: number | string;
+  type: string;
+  occurred_at: number | string;
+  actor_type: string;
+  actor_id: string | null;
+  client_id: string | null;
+  resource_type: string;
+  /** JSON text of the resource's identifying members. */
+  resource_id: string;
+  /** JSON text of the changed members, or null. */
+  changes: string | null;
+  request_id: string | null;
+}
+
+/** PostgreSQL only: one row whose `last` is the last event seq handed out. */
+export interface EventSequenceTable {
+  id: number;
+  last: number | string;
+}
+
 export interface ConsoleSessionsTable {
   id_digest: string;
   api_key_id: string;
@@ -94,6 +116,8 @@ export interface ConsoleSessionsTable {
 }
 
 export interface Tables {
+  events: EventsTable;
+  event_sequence: EventSequenceTable;
   applications: ApplicationsTable;
   users: UsersTable;
   scim_groups: ScimGroupsTable;
