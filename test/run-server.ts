@@ -11,10 +11,28 @@ import { join } from 'node:path';
 export const repository = new URL('..', import.meta.url).pathname;
 
 /**
+ * True when the runner (scripts/run-tests.mjs) built dist/ from the sources under test just
+ * before, and nothing rebuilds it while the tests run.
+ */
+function distIsFresh(): boolean {
+  return process.env.TESSERA_TEST_DIST_FRESH === '1';
+}
+
+/**
+ * How to start the server's entry point (`npm start`'s): the compiled dist/main.js when the
+ * test runner just built it (no TypeScript compiler in each child), else the sources via tsx.
+ */
+export function serverEntry(): string[] {
+  return distIsFresh() ? [join(repository, 'dist/main.js')] : ['--import', 'tsx', 'src/main.ts'];
+}
+
+/**
  * Builds the server (tsc, as `npm run build` does) into a directory of its own, so that a
  * concurrent `npm start` elsewhere rewriting dist/ can never hand this run a half-written file.
+ * Under the test runner, which built dist/ once for the whole run, that build is used.
  */
 export function buildServerCopy(): { main: string; remove: () => void } {
+  if (distIsFresh()) return { main: join(repository, 'dist/main.js'), remove: () => {} };
   const directory = mkdtempSync(join(tmpdir(), 'tessera-chaos-build-'));
   copyFileSync(join(repository, 'package.json'), join(directory, 'package.json'));
   symlinkSync(join(repository, 'node_modules'), join(directory, 'node_modules'), 'dir');

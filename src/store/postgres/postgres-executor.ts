@@ -19,6 +19,7 @@ import { migrateToLatest } from '../sql/migrate.js';
 import { EVENT_COLUMNS, type EventRow } from '../sql/rows.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
+import type { PoolStats } from '../store.js';
 import {
   isConnectionFailure,
   isPlanInvalidated,
@@ -200,6 +201,14 @@ export class PostgresExecutor implements SqlExecutor {
       ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
     });
     await client.query('commit');
+  }
+
+  poolStats(): PoolStats {
+    return {
+      total: this.#pool.totalCount,
+      idle: this.#pool.idleCount,
+      waiting: this.#pool.waitingCount,
+    };
   }
 
   /** Lets every started operation finish (including a read that follows a write), then ends the pool. */

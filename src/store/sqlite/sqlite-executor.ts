@@ -4,6 +4,7 @@ import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.j
 import { migrateToLatest } from '../sql/migrate.js';
 import { EVENT_COLUMNS } from '../sql/rows.js';
 import type { Tables } from '../sql/tables.js';
+import type { StoreObserver } from '../store.js';
 import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
@@ -154,6 +155,10 @@ export class SqliteExecutor implements SqlExecutor {
     } finally {
       database.pragma(`busy_timeout = ${busyTimeout}`);
     }
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#batcher.observers.push(observer);
   }
 
   async close(): Promise<void> {
