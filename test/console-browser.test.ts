@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // The admin console in a real browser: Debian's chromium driven by playwright-core, against
 // Tessera started as `npm start` runs it (node dist/main.js), on the store of this pass
 // (TEST_STORE). Each page's main task end to end, one of them by keyboard only; axe-core on
