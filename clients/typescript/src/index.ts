@@ -85,7 +85,8 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
 
 /**
  * A fetch that sends a request again when Tessera answers 429 (rate limited) or 503 (store
- * unavailable, busy or restarting): both mean the request was not carried out. It waits what
+ * unavailable, busy or restarting): the request was refused or failed before it took effect (a
+ * create whose commit was cut off may have; its retry then answers 409). It waits what
  * Retry-After says (1 s without one), and gives the last answer back when the retries are
  * spent or the wait would be longer than maxDelayMs.
  */
