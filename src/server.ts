@@ -14,6 +14,7 @@ import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
 import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
 import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
+import { createMetrics } from './http/metrics.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -43,15 +44,19 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   registerTypeBoxFormats();
   const logger = createLogger(config.logLevel);
   const store = openStore(config.database, {
+    recordEvents: config.recordEvents,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
   });
   await store.migrate();
+  const version = packageVersion();
+  const metrics = createMetrics({ version });
   const services = createServices({
     store,
     clock: systemClock,
     log: logger,
     tokens: config.tokens,
+    metrics,
     console: config.console,
   });
   warnAboutConfiguration(config, logger);
@@ -70,7 +75,6 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       ? undefined
       : openRateLimitRedis(config.redisUrl, logger);
   if (rateLimitRedis !== undefined) await waitForRedis(rateLimitRedis, REDIS_START_WAIT_MS);
-  const version = packageVersion();
   const app = await buildApp({
     store,
     services,
@@ -80,8 +84,14 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version,
+    metrics,
+    accessLog: config.accessLog,
   });
+  const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>
+    logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
+  );
   app.addHook('onClose', async function closeStore() {
+    stopPruning();
     await store.close();
     rateLimitRedis?.disconnect();
   });

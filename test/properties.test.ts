@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Property-based: every operation the OpenAPI document lists, fed valid requests generated from
 // its own schemas (the TypeBox schemas the routes declare) and mutations of them. Whatever
 // arrives: never a 5xx, always a status the operation declares, a body that matches the schema
@@ -172,7 +173,9 @@ describe('every operation under generated and mutated requests', { timeout: 600_
         for (const [name, value] of values) concrete = concrete.replace(`{${name}}`, value);
         return concrete;
       });
-    const queryParameters = parameters.filter((p) => p.in === 'query');
+    // `wait` (the event feed's long poll) holds a request up to 30 s when nothing new commits:
+    // it is left out here, and test/events.test.ts covers it.
+    const queryParameters = parameters.filter((p) => p.in === 'query' && p.name !== 'wait');
     const queryArbitrary = fc
       .tuple(
         fc.tuple(

@@ -15,6 +15,7 @@ import { toProblem } from '../../http/error-handler.js';
 import { type ProblemError, problem } from '../../problems.js';
 import type { Role } from '../../roles.js';
 import { registerConsoleApplicationRoutes } from './console-applications.routes.js';
+import { registerConsoleEventRoutes } from './console-events.routes.js';
 import { registerConsoleKeyRoutes } from './console-keys.routes.js';
 import type { Viewer } from './console-layout.view.js';
 import { errorPage, messagePage, signInPage } from './console-sign-in.view.js';
@@ -33,6 +34,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Console routes served without a session (sign-in, assets). */
     consolePublic?: boolean;
+    /** Console routes a page calls by itself (live updates): they do not count as activity. */
+    consolePassive?: boolean;
   }
   interface FastifyRequest {
     consoleSession: ConsoleSession | null;
@@ -95,10 +98,17 @@ function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
-/** The Origin of a state-changing request must be this server's, when the browser sends one. */
+/**
+ * Whether a state-changing request comes from this console's own pages: the browser's
+ * Sec-Fetch-Site when it sends one (another port of this host is "same-site", not
+ * "same-origin"), else its Origin when it sends one. Clients that send neither still need the
+ * CSRF token.
+ */
 function sameOrigin(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined) return site === 'same-origin';
   const origin = request.headers.origin;
-  if (origin === undefined) return request.headers['sec-fetch-site'] !== 'cross-site';
+  if (origin === undefined) return true;
   return origin === `${request.protocol}://${request.host}`;
 }
 
@@ -117,6 +127,7 @@ function loadAssets(): Map<string, { body: Buffer; type: string }> {
       'console.js',
       { body: readFileSync(new URL('console.js', here)), type: 'text/javascript; charset=utf-8' },
     ],
+    ['favicon.svg', { body: readFileSync(new URL('favicon.svg', here)), type: 'image/svg+xml' }],
     [
       'console.css',
       { body: readFileSync(new URL('console.css', here)), type: 'text/css; charset=utf-8' },
@@ -141,14 +152,24 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       scope.addHook('onRequest', async function guardConsole(_request, reply) {
         reply.header('content-security-policy', CONSOLE_CSP);
         reply.header('x-frame-options', 'DENY');
-        reply.header('referrer-policy', 'no-referrer');
+        reply.header('referrer-policy', 'same-origin');
         reply.header('cache-control', 'no-store');
+      });
+
+      // The time the server spent on each console response (the benchmark reads it).
+      scope.addHook('onSend', async function reportServerTime(_request, reply) {
+        reply.header('server-timing', `app;dur=${reply.elapsedTime.toFixed(1)}`);
       });
 
       scope.addHook('preHandler', async function requireSession(request, reply) {
         if (request.routeOptions.config.consolePublic === true) return;
         const sessionId = request.cookies[COOKIE];
-        const session = sessionId === undefined ? null : await deps.sessions.findSession(sessionId);
+        const session =
+          sessionId === undefined
+            ? null
+            : await deps.sessions.findSession(sessionId, {
+                touch: request.routeOptions.config.consolePassive !== true,
+              });
         if (session === null) {
           if (sessionId !== undefined) clearSessionCookie(reply);
           const location = `${CONSOLE_PREFIX}/sign-in${sessionId === undefined ? '' : '?ended=1'}`;
@@ -214,11 +235,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
       scope.get('/', { schema: { hide: true } }, function openConsole(request, reply) {
         const { key } = sessionOf(request);
-        const home = key.roles.includes('applications:read')
-          ? '/applications'
-          : key.roles.includes('keys:read')
-            ? '/api-keys'
-            : '/account';
+        const pages: [Role, string][] = [
+          ['applications:read', '/applications'],
+          ['keys:read', '/api-keys'],
+          ['events:read', '/events'],
+        ];
+        const home = pages.find(([role]) => key.roles.includes(role))?.[1] ?? '/account';
         return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
       });
 
@@ -304,6 +326,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       registerConsoleApplicationRoutes(scope, deps.services);
       registerConsoleUserRoutes(scope, deps.services);
       registerConsoleKeyRoutes(scope, deps.services, deps.clock);
+      registerConsoleEventRoutes(scope, deps.services, deps.clock);
     },
     { prefix: CONSOLE_PREFIX },
   );
