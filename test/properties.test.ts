@@ -199,7 +199,9 @@ describe('every operation under generated and mutated requests', { timeout: 600_
         for (const [name, value] of values) concrete = concrete.replace(`{${name}}`, value);
         return concrete;
       });
-    const queryParameters = parameters.filter((p) => p.in === 'query');
+    // `wait` (the event feed's long poll) holds a request up to 30 s when nothing new commits:
+    // it is left out here, and test/events.test.ts covers it.
+    const queryParameters = parameters.filter((p) => p.in === 'query' && p.name !== 'wait');
     const queryArbitrary = fc
       .tuple(
         fc.tuple(
