@@ -44,6 +44,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   registerTypeBoxFormats();
   const logger = createLogger(config.logLevel);
   const store = openStore(config.database, {
+    recordEvents: config.recordEvents,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
   });

@@ -36,6 +36,8 @@ export function buildServerCopy(): { main: string; remove: () => void } {
   const directory = mkdtempSync(join(tmpdir(), 'tessera-chaos-build-'));
   copyFileSync(join(repository, 'package.json'), join(directory, 'package.json'));
   symlinkSync(join(repository, 'node_modules'), join(directory, 'node_modules'), 'dir');
+  // The built server reads files beside the sources (the console's style sheet and script).
+  symlinkSync(join(repository, 'src'), join(directory, 'src'), 'dir');
   const result = spawnSync(
     process.execPath,
     [

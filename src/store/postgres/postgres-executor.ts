@@ -56,6 +56,8 @@ export interface PostgresExecutorOptions {
   onIdleError?: (error: Error) => void;
   /** The migrations to apply; postgresMigrations unless a test says otherwise. */
   migrations?: Record<string, Migration>;
+  /** False only for the bench's runs without events (see SqliteStoreOptions.recordEvents). */
+  recordEvents?: boolean;
 }
 
 // BIGINT (epoch milliseconds, counts) as a JavaScript number: every such value here is far
@@ -86,7 +88,10 @@ export class PostgresExecutor implements SqlExecutor {
   #idle: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
+  readonly #recordEvents: boolean;
+
   constructor(options: PostgresExecutorOptions) {
+    this.#recordEvents = options.recordEvents !== false;
     this.#connection = { ...options.connection, types };
     this.#migrations = options.migrations ?? postgresMigrations;
     this.#pool = new pg.Pool(this.#connection);
@@ -110,7 +115,7 @@ export class PostgresExecutor implements SqlExecutor {
   write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     return this.#track(async () => {
       const [only] = statements;
-      const events = options.events ?? [];
+      const events = this.#recordEvents ? (options.events ?? []) : [];
       if (
         statements.length === 1 &&
         only !== undefined &&
@@ -240,7 +245,7 @@ export class PostgresExecutor implements SqlExecutor {
         }
         changes.push(changed);
       }
-      const events = options.events ?? [];
+      const events = this.#recordEvents ? (options.events ?? []) : [];
       if (events.length > 0 && changes.every((changed) => changed > 0)) {
         await this.#prepared(client, insertEvents(events));
       }
