@@ -9,6 +9,9 @@
 // - StoreUnavailableError: the database cannot answer now (gone, busy, full, read-only).
 
 import type { UserPredicate } from './user-predicate.js';
+import type { WebhookRepository } from './webhook-records.js';
+
+export type * from './webhook-records.js';
 
 export type ApplicationMode = 'internal' | 'external';
 
@@ -323,6 +326,8 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository;
   readonly settings: SettingRepository;
   readonly signingKeys: SigningKeyRepository;
+  /** Webhooks, their delivery state and log (webhook-records.ts). */
+  readonly webhooks: WebhookRepository;
   /** Which backend this is, for logs and health output. */
   readonly kind: 'sqlite' | 'postgres';
   /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */

@@ -6,6 +6,7 @@ import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
 import { SqlUserRepository } from './sql-users.js';
+import { SqlWebhookRepository } from './sql-webhooks.js';
 
 /** The Store of every SQL dialect: repositories built on one dialect's executor. */
 export class SqlStore implements Store {
@@ -15,6 +16,7 @@ export class SqlStore implements Store {
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
   readonly signingKeys: SqlSigningKeyRepository;
+  readonly webhooks: SqlWebhookRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
@@ -25,6 +27,7 @@ export class SqlStore implements Store {
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
+    this.webhooks = new SqlWebhookRepository(sql);
   }
 
   ping(): Promise<void> {
