@@ -48,6 +48,14 @@ import { SCIM_PREFIX, prepareScimScope } from './modules/scim/scim.http.js';
 import { registerScimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
+import { WebhookSender } from './modules/webhooks/webhook-delivery.js';
+import {
+  type DispatcherOptions,
+  WebhookDispatcher,
+} from './modules/webhooks/webhook-dispatcher.js';
+import { toEventPayload } from './modules/webhooks/webhook-payload.js';
+import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.js';
+import { WebhooksService } from './modules/webhooks/webhooks.service.js';
 import { UsersService } from './modules/users/users.service.js';
 import { type ProblemError, problem } from './problems.js';
 import type { Store } from './store/store.js';
@@ -72,6 +80,18 @@ export interface Services {
   tokenExchange: TokenExchange;
   scim: ScimService;
   scimGroups: ScimGroupsService;
+  webhooks: WebhooksService;
+  /** Delivers events to webhooks in the background while the app runs. */
+  webhookDispatcher: WebhookDispatcher;
+}
+
+/** How webhooks are delivered (IAM_ALLOW_INSECURE_WEBHOOKS; the rest for tests and benches). */
+export interface WebhookSettings {
+  /** Lift the outbound fence's scheme and address rules (local receivers, tests). */
+  allowInsecure: boolean;
+  dispatcher?: Partial<DispatcherOptions>;
+  /** The attempt timeout (default 15 s). */
+  timeoutMs?: number;
 }
 
 export function createServices(deps: {
@@ -79,8 +99,12 @@ export function createServices(deps: {
   clock: Clock;
   log: FastifyBaseLogger;
   tokens?: TokenSettings;
+  webhooks?: WebhookSettings;
+  /** The version in the User-Agent of webhook deliveries. */
+  version?: string;
 }): Services {
   const { store, clock, log } = deps;
+  const webhookSettings = deps.webhooks ?? { allowInsecure: false };
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
   const authenticator = new ApiKeyAuthenticator(
     { store, clock },
@@ -107,6 +131,27 @@ export function createServices(deps: {
     ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
     ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
   });
+  // The dispatcher is told about webhook changes; the service is built first.
+  let dispatcher: WebhookDispatcher | undefined;
+  const webhooks = new WebhooksService({
+    store,
+    clock,
+    policy: { allowInsecure: webhookSettings.allowInsecure },
+    secretKey: tokens.secretKey ?? null,
+    onChange: () => dispatcher?.reconsider(),
+  });
+  dispatcher = new WebhookDispatcher({
+    store,
+    webhooks,
+    sender: new WebhookSender({
+      policy: { allowInsecure: webhookSettings.allowInsecure },
+      userAgent: `Tessera-Webhooks/${deps.version ?? 'dev'}`,
+      ...(webhookSettings.timeoutMs === undefined ? {} : { timeoutMs: webhookSettings.timeoutMs }),
+    }),
+    toPayload: toEventPayload,
+    log,
+    ...(webhookSettings.dispatcher === undefined ? {} : { options: webhookSettings.dispatcher }),
+  });
   return {
     authenticator,
     applications,
@@ -117,6 +162,8 @@ export function createServices(deps: {
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
+    webhooks,
+    webhookDispatcher: dispatcher,
   };
 }
 
@@ -225,6 +272,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     closing = true;
     done();
   });
+  // Webhook delivery runs while the app does; in-flight attempts finish (briefly) on close.
+  app.addHook('onReady', function startWebhookDelivery(done) {
+    services.webhookDispatcher.start();
+    done();
+  });
+  app.addHook('preClose', async function stopWebhookDelivery() {
+    await services.webhookDispatcher.stop();
+  });
+  // A write this instance acknowledged has committed its events: deliver them now rather
+  // than at the next poll.
+  app.addHook('onResponse', function wakeWebhookDelivery(request, reply, done) {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) {
+      services.webhookDispatcher.wake();
+    }
+    done();
+  });
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
@@ -275,6 +338,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
+        { name: 'webhooks', description: 'Events pushed to your endpoints, signed' },
         {
           name: 'scim',
           description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
@@ -351,6 +415,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
       registerSigningKeyRoutes(scope, services);
+      registerWebhookRoutes(scope, { webhooks: services.webhooks, cursors });
     },
     { prefix: API_PREFIX },
   );

@@ -9,6 +9,8 @@ export const ROLES = [
   'keys:write',
   'tokens:write',
   'events:read',
+  'webhooks:read',
+  'webhooks:write',
 ] as const;
 
 export type Role = (typeof ROLES)[number];

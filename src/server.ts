@@ -47,11 +47,14 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
   });
   await store.migrate();
+  const version = packageVersion();
   const services = createServices({
     store,
     clock: systemClock,
     log: logger,
     tokens: config.tokens,
+    webhooks: config.webhooks,
+    version,
   });
   warnAboutConfiguration(config, logger);
   await prepareSigningKeys(services.signingKeys, logger);
@@ -69,7 +72,6 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       ? undefined
       : openRateLimitRedis(config.redisUrl, logger);
   if (rateLimitRedis !== undefined) await waitForRedis(rateLimitRedis, REDIS_START_WAIT_MS);
-  const version = packageVersion();
   const app = await buildApp({
     store,
     services,
@@ -98,6 +100,11 @@ export function warnAboutConfiguration(config: Config, logger: pino.Logger): voi
   if (config.tokens.allowInsecureJwks) {
     logger.warn(
       'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
+    );
+  }
+  if (config.webhooks.allowInsecure) {
+    logger.warn(
+      'IAM_ALLOW_INSECURE_WEBHOOKS=true: webhooks may deliver over http and to private addresses; never in production',
     );
   }
   if (config.issuerFromWildcardHost) {

@@ -13,6 +13,7 @@ import {
   buildApp,
   createServices,
   type Services,
+  type WebhookSettings,
 } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
@@ -29,7 +30,8 @@ registerTypeBoxFormats();
 // builds its apps here, this covers the logs of the whole suite.
 const everyLog: Record<string, unknown>[][] = [];
 const everySecret = new Set<string>();
-const SECRET_IN_TEXT = /tsr_[A-Za-z0-9_-]{43}/g;
+// API keys, and webhook signing secrets (whsec_ + base64 of 32 bytes).
+const SECRET_IN_TEXT = /tsr_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9+/]{43}=/g;
 
 // Registered at load, so it belongs to the file's root: it runs once, after every test of it.
 after(() => {
@@ -102,6 +104,7 @@ export async function buildTestApp(
     logLevel?: string;
     tokens?: Partial<TokenSettings>;
     timeouts?: AppOptions['timeouts'];
+    webhooks?: WebhookSettings;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -130,6 +133,7 @@ export async function buildTestApp(
       allowInsecureJwks: false,
       ...options.tokens,
     },
+    ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
   });
   const app = await buildApp({
     store,

@@ -42,6 +42,14 @@ export interface WebhookCursor {
   generation: number;
 }
 
+/** An enabled webhook's cursor and who holds its lease, to decide whether to claim it. */
+export interface WebhookState {
+  id: string;
+  cursor: string | null;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+}
+
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
 export interface DeliveryAttempt {
@@ -111,8 +119,8 @@ export interface WebhookRepository {
   /** Deletes the webhook and its delivery log when its etag is still `expectedEtag`. */
   deleteWebhook(id: string, expectedEtag: string, events: readonly NewEvent[]): Promise<boolean>;
 
-  /** Ids of the enabled webhooks, ordered by id. */
-  listEnabledWebhookIds(): Promise<string[]>;
+  /** The delivery state of every enabled webhook, ordered by id. */
+  listWebhookStates(): Promise<WebhookState[]>;
   /**
    * Takes or renews the lease of an enabled webhook for `owner` until `until`, when nobody
    * else holds an unexpired one at `now`. Atomic across instances: of two claimants, one

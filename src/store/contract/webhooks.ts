@@ -74,7 +74,9 @@ export function describeWebhooksContract(ctx: ContractContext): void {
       assert.equal(await webhooks.replaceWebhook(changed, 'stale', []), false);
       assert.equal(await webhooks.replaceWebhook(changed, 'w2-1', []), true);
       assert.deepEqual(await webhooks.findWebhook('w2'), changed);
-      assert.deepEqual(await webhooks.listEnabledWebhookIds(), ['w1']);
+      assert.deepEqual(await webhooks.listWebhookStates(), [
+        { id: 'w1', cursor: '00000000000000000007', leaseOwner: null, leaseUntil: null },
+      ]);
 
       assert.equal(await webhooks.deleteWebhook('w2', 'w2-1', []), false);
       assert.equal(await webhooks.deleteWebhook('w2', 'w2-2', []), true);
@@ -85,6 +87,9 @@ export function describeWebhooksContract(ctx: ContractContext): void {
       const { webhooks } = ctx.store;
       await webhooks.insertWebhook(webhook('w1'), '00000000000000000003', []);
       const first = await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      assert.deepEqual(await webhooks.listWebhookStates(), [
+        { id: 'w1', cursor: '00000000000000000003', leaseOwner: 'a', leaseUntil: T0 + 30_000 },
+      ]);
       assert.deepEqual(first, { webhookId: 'w1', cursor: '00000000000000000003', generation: 0 });
       assert.equal(await webhooks.claimWebhook('w1', 'b', T0 + 1000, T0 + 31_000), undefined);
       // The holder renews its own lease.
@@ -173,7 +178,7 @@ export function describeWebhooksContract(ctx: ContractContext): void {
         updatedAt: T0 + 9,
         etag: 'w1-2',
       });
-      assert.deepEqual(await webhooks.listEnabledWebhookIds(), []);
+      assert.deepEqual(await webhooks.listWebhookStates(), []);
     });
 
     it('replays from an event: a new generation, pending deliveries dropped', async () => {

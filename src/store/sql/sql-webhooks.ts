@@ -11,6 +11,7 @@ import type {
   WebhookFilter,
   WebhookRecord,
   WebhookRepository,
+  WebhookState,
 } from '../webhook-records.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { toOptionalMillis } from './rows.js';
@@ -125,16 +126,21 @@ export class SqlWebhookRepository implements WebhookRepository {
     return changed === 1;
   }
 
-  async listEnabledWebhookIds(): Promise<string[]> {
+  async listWebhookStates(): Promise<WebhookState[]> {
     const rows = await this.sql.select(
       this.sql.db
         .selectFrom('webhooks')
-        .select('id')
+        .select(['id', 'cursor', 'lease_owner', 'lease_until'])
         .where('enabled', '=', 1)
         .orderBy('id')
         .compile(),
     );
-    return rows.map((row) => row.id);
+    return rows.map((row) => ({
+      id: row.id,
+      cursor: row.cursor,
+      leaseOwner: row.lease_owner,
+      leaseUntil: toOptionalMillis(row.lease_until),
+    }));
   }
 
   async claimWebhook(
