@@ -7,4 +7,9 @@ if (!existsSync(entry)) {
   process.stderr.write('tessera: not built yet; run `npm run build` first\n');
   process.exit(1);
 }
-await import(entry.href);
+const { runCli } = await import(entry.href);
+process.exitCode = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+});

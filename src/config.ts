@@ -68,6 +68,12 @@ const Environment = Type.Object({
       description: 'a whole number of milliseconds from 1 to 999999',
     }),
   ),
+  IAM_DB_POOL_WAIT_MS: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'a whole number of milliseconds from 1 to 999999',
+    }),
+  ),
   IAM_DB_STATEMENT_TIMEOUT_MS: Type.Optional(
     Type.String({
       pattern: '^[1-9][0-9]{0,5}$',
@@ -110,6 +116,7 @@ export type DatabaseConfig =
       url: string;
       poolSize: number;
       connectTimeoutMs: number;
+      poolWaitMs: number;
       statementTimeoutMs: number;
     };
 
@@ -142,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   const database = parseDatabaseUrl(vars.DATABASE_URL ?? defaultDatabaseUrl, {
     poolSize: Number(vars.IAM_DB_POOL_SIZE ?? POSTGRES_DEFAULTS.poolSize),
     connectTimeoutMs: Number(vars.IAM_DB_CONNECT_TIMEOUT_MS ?? POSTGRES_DEFAULTS.connectTimeoutMs),
+    poolWaitMs: Number(vars.IAM_DB_POOL_WAIT_MS ?? POSTGRES_DEFAULTS.poolWaitMs),
     statementTimeoutMs: Number(
       vars.IAM_DB_STATEMENT_TIMEOUT_MS ?? POSTGRES_DEFAULTS.statementTimeoutMs,
     ),

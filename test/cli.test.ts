@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { runCli as runTessera } from '../src/cli/main.js';
+import { ROLES } from '../src/roles.js';
 import { startServerProcess } from './server-process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -42,10 +44,32 @@ interface KeyJson {
 }
 
 /**
- * Runs `tessera <args>` (the TypeScript source, through tsx) on the given database, or with
- * DATABASE_URL unset (null), in `cwd`.
+ * Runs `tessera <args>` in this process (runCli, as bin/tessera.js does) on the given database,
+ * or with DATABASE_URL unset (null).
  */
-function runCli(databasePath: string | null, args: string[], cwd = ROOT): Promise<CliResult> {
+async function runCli(databasePath: string | null, args: string[]): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (databasePath === null) delete env.DATABASE_URL;
+  else env.DATABASE_URL = `sqlite:${databasePath}`;
+  return runCliWith(env, args);
+}
+
+async function runCliWith(env: NodeJS.ProcessEnv, args: string[]): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runTessera(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env,
+  });
+  return { code, stdout, stderr };
+}
+
+/**
+ * Runs the installed command, `bin/tessera.js` (the compiled CLI), as a process of its own in
+ * `cwd`: what an operator runs. Few tests need it; the rest run in-process.
+ */
+function spawnCli(databasePath: string | null, args: string[], cwd = ROOT): Promise<CliResult> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   if (databasePath === null) delete env.DATABASE_URL;
   else env.DATABASE_URL = `sqlite:${databasePath}`;
@@ -54,7 +78,7 @@ function runCli(databasePath: string | null, args: string[], cwd = ROOT): Promis
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/main.ts'), ...args],
+      [join(ROOT, 'bin/tessera.js'), ...args],
       { cwd, env, encoding: 'utf8' },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
@@ -301,11 +325,9 @@ describe('tessera serve', () => {
   it('serves the API on DATABASE_URL, like npm start, and stops on SIGTERM with 0', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'tessera-serve-'));
     try {
-      const server = await startServerProcess(
-        process.execPath,
-        ['--import', 'tsx', 'src/cli/main.ts', 'serve'],
-        { DATABASE_URL: `sqlite:${join(directory, 'tessera.db')}` },
-      );
+      const server = await startServerProcess(process.execPath, ['bin/tessera.js', 'serve'], {
+        DATABASE_URL: `sqlite:${join(directory, 'tessera.db')}`,
+      });
       const key = readFileSync(join(directory, 'admin-api-key'), 'utf8').trim();
       const response = await fetch(`${server.baseUrl}/iam/api/v1/applications`, {
         headers: { authorization: `apikey ${key}` },
@@ -392,7 +414,7 @@ describe('tessera signing-keys', () => {
   it('refuses an unknown subcommand, and revoke without a kid, with exit code 2', async () => {
     const result = await runCli(database, ['signing-keys', 'frobnicate']);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /rotate, revoke or list/);
+    assert.match(result.stderr, /choose rotate, revoke, list/);
     assert.equal((await runCli(database, ['signing-keys', 'revoke'])).code, 2);
   });
 });
@@ -488,9 +510,104 @@ describe('tessera creates a database only in serve and migrate', () => {
   }
 
   it('does not create ./data when run in the wrong directory', async () => {
-    const result = await runCli(null, ['keys', 'list'], directory);
+    const result = await spawnCli(null, ['keys', 'list'], directory);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /no database at .*data\/tessera\.db/);
     assert.equal(existsSync(join(directory, 'data')), false);
+  });
+});
+
+describe('tessera --help and --version', () => {
+  const version = (
+    JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+  ).version;
+
+  it('--version prints the package version, in-process and as the installed command', async () => {
+    const inProcess = await runCli(null, ['--version']);
+    assert.deepEqual(inProcess, { code: 0, stdout: `${version}\n`, stderr: '' });
+    const spawned = await spawnCli(null, ['--version']);
+    assert.deepEqual(spawned, { code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it('--help lists every command, with exit code 0', async () => {
+    const result = await runCli(null, ['--help']);
+    assert.equal(result.code, 0, result.stderr);
+    for (const command of ['serve', 'migrate', 'keys', 'signing-keys']) {
+      assert.match(result.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
+    }
+  });
+
+  it('each command has its own --help with its options', async () => {
+    const create = await runCli(null, ['keys', 'create', '--help']);
+    assert.equal(create.code, 0, create.stderr);
+    assert.match(create.stdout, /^Usage: tessera keys create \[options\]/);
+    for (const option of ['--name <name>', '--roles <roles>', '--applications', '--expires-in']) {
+      assert.ok(create.stdout.includes(option), option);
+    }
+    assert.ok(create.stdout.includes('users:write'), 'the roles are listed');
+    const rotate = await runCli(null, ['help', 'signing-keys']);
+    assert.equal(rotate.code, 0, rotate.stderr);
+    assert.match(rotate.stdout, /rotate[\s\S]*revoke[\s\S]*list/);
+  });
+});
+
+describe('tessera errors name the valid choices', () => {
+  it('an unknown role lists the roles that exist', async () => {
+    const result = await runCli(null, ['keys', 'create', '--name', 'ci', '--roles', 'admin']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /^tessera: unknown role\(s\): admin; the roles are /);
+    for (const role of ROLES) assert.ok(result.stderr.includes(role), role);
+  });
+
+  it('an unknown command or subcommand lists the commands', async () => {
+    const top = await runCli(null, ['frobnicate']);
+    assert.equal(top.code, 2);
+    assert.equal(
+      top.stderr,
+      'tessera: unknown command "frobnicate"; choose serve, migrate, keys, signing-keys (see tessera --help)\n',
+    );
+    const sub = await runCli(null, ['signing-keys', 'remove']);
+    assert.equal(sub.code, 2);
+    assert.match(sub.stderr, /unknown command "signing-keys remove"; choose rotate, revoke, list/);
+  });
+
+  it('a mistyped option suggests the right one', async () => {
+    const args = ['keys', 'create', '--name', 'ci', '--roles', 'users:read', '--jsno'];
+    const result = await runCli(null, args);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /^tessera: unknown option '--jsno' \(Did you mean --json\?\)\n$/);
+  });
+
+  it('a refused PostgreSQL connection names the host, the port and the cause', async () => {
+    const result = await runCliWith(
+      { ...process.env, DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/tessera' },
+      ['keys', 'list'],
+    );
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    assert.match(
+      result.stderr,
+      /^tessera: cannot use PostgreSQL at 127\.0\.0\.1:1: .*ECONNREFUSED/,
+    );
+    assert.ok(!result.stderr.includes('secret'), 'the password stays out of the message');
+  });
+
+  it('exits 2 as a process too, with the one-line message on stderr', async () => {
+    const result = await spawnCli(null, ['keys', 'create', '--name', 'ci']);
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /^tessera: required option '--roles <roles>' not specified\n$/);
+  });
+});
+
+describe('tessera signing-keys list on an empty store', () => {
+  const migrated = useMigratedDatabase('tessera-signing-empty-');
+
+  it('says there are none yet and how to make one', async () => {
+    const result = await runCli(migrated.path(), ['signing-keys', 'list']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^No signing keys yet: .*tessera signing-keys rotate/);
+    const json = await runCli(migrated.path(), ['signing-keys', 'list', '--json']);
+    assert.deepEqual(JSON.parse(json.stdout), []);
   });
 });

@@ -79,6 +79,7 @@ describe('loadConfig', () => {
         url,
         poolSize: 10,
         connectTimeoutMs: 2000,
+        poolWaitMs: 10_000,
         statementTimeoutMs: 2000,
       });
     }
@@ -89,6 +90,7 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://u@h/db',
       IAM_DB_POOL_SIZE: '25',
       IAM_DB_CONNECT_TIMEOUT_MS: '500',
+      IAM_DB_POOL_WAIT_MS: '30000',
       IAM_DB_STATEMENT_TIMEOUT_MS: '15000',
     });
     assert.deepEqual(database, {
@@ -96,6 +98,7 @@ describe('loadConfig', () => {
       url: 'postgres://u@h/db',
       poolSize: 25,
       connectTimeoutMs: 500,
+      poolWaitMs: 30000,
       statementTimeoutMs: 15000,
     });
   });

@@ -2,18 +2,13 @@
 // as operators start them, called over real HTTP.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { runCli } from '../src/cli/main.js';
 import { createTestSchema, databaseUrlFor, dropSchema, skipWithoutPostgres } from './postgres.js';
-import {
-  type ServerProcess,
-  callServer as request,
-  repository,
-  startServerProcess,
-} from './server-process.js';
+import { type ServerProcess, callServer as request, startServerProcess } from './server-process.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -130,13 +125,18 @@ describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 },
   });
 
   it('takes keys made and revoked by `tessera keys` on the same database', async () => {
-    const tessera = (...args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-        cwd: repository,
+    // The CLI in-process (runCli), on the database the two instances serve.
+    const tessera = async (...args: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const status = await runCli(args, {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
         env: { ...process.env, DATABASE_URL: databaseUrlFor(schema) },
-        encoding: 'utf8',
       });
-    const created = tessera(
+      return { status, stdout, stderr };
+    };
+    const created = await tessera(
       'keys',
       'create',
       '--name',
@@ -153,7 +153,7 @@ describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 },
         200,
       );
     }
-    assert.equal(tessera('keys', 'revoke', id).status, 0);
+    assert.equal((await tessera('keys', 'revoke', id)).status, 0);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     for (const instance of instances) {
       assert.equal(

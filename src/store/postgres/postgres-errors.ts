@@ -23,6 +23,7 @@ const NETWORK_CODES = new Set([
 const NETWORK_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
+  'timeout expired', // pg.Client's own connectionTimeoutMillis
   'Query read timeout',
   'Client has encountered a connection error',
   'Client was closed',

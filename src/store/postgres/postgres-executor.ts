@@ -139,7 +139,9 @@ export class PostgresExecutor implements SqlExecutor {
    * PostgreSQL's DDL is transactional: a failed run leaves nothing behind.
    */
   async migrate(): Promise<void> {
-    const client = new pg.Client({
+    // The pool's Client, so the connect timeout is the one a pooled connection gets.
+    const Client = (this.#connection.Client as typeof pg.Client | undefined) ?? pg.Client;
+    const client = new Client({
       ...this.#connection,
       // DDL on a large table may take longer than a request's statement is allowed to.
       statement_timeout: 0,

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import type { AddressInfo, Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -269,6 +271,55 @@ describe('PostgreSQL store', { skip }, () => {
         await client.end();
         await store.close();
         await dropSchema(schema);
+      }
+    });
+  });
+
+  describe('a busy pool', () => {
+    it('lets queries wait for a free connection longer than the connect timeout', async () => {
+      // One connection, a connect timeout of 100 ms: the first query holds the connection on a
+      // lock for 600 ms and the second must queue. A busy pool is not an outage: the second
+      // query waits and succeeds instead of failing as "unavailable" (a 503 to its caller).
+      const store = await openTestPostgresStore({ poolSize: 1, connectTimeoutMs: 100 });
+      await store.migrate();
+      const locker = new pg.Client(POSTGRES_URL);
+      await locker.connect();
+      try {
+        await store.applications.insertApplication(applicationRecord('queued'));
+        await locker.query('begin');
+        await locker.query(`lock table "${store.schema}".applications in access exclusive mode`);
+        const first = store.applications.findApplication('queued');
+        const second = store.applications.findApplication('queued');
+        await new Promise((resolve) => setTimeout(resolve, 600));
+        await locker.query('commit');
+        assert.equal((await first)?.clientId, 'queued');
+        assert.equal((await second)?.clientId, 'queued');
+      } finally {
+        await locker.end();
+        await store.close();
+      }
+    });
+
+    it('still gives up connecting to a server that never answers after the connect timeout', async () => {
+      // Accepts connections and never says a word.
+      const sockets: Socket[] = [];
+      const silent = createServer((socket) => sockets.push(socket));
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as AddressInfo;
+      const store = openPostgresStore({
+        url: `postgres://nobody@127.0.0.1:${port}/none`,
+        connectTimeoutMs: 200,
+        poolWaitMs: 20_000,
+      });
+      const started = Date.now();
+      try {
+        await assert.rejects(store.ping(), StoreUnavailableError);
+        // Bounded by the connect timeout, not by the 20 s a busy pool may queue for.
+        assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`);
+      } finally {
+        await store.close();
+        for (const socket of sockets) socket.destroy();
+        silent.close();
       }
     });
   });
