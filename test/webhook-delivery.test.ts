@@ -220,7 +220,10 @@ describe('webhook delivery', () => {
 
   it('gives up on an event after the retry period, marks it failed and goes on', async () => {
     const impatient = await buildTestApp({
-      webhooks: { ...FAST, dispatcher: { ...FAST.dispatcher, retry: { ...FAST.dispatcher.retry, giveUpAfterMs: 250 } } },
+      webhooks: {
+        ...FAST,
+        dispatcher: { ...FAST.dispatcher, retry: { ...FAST.dispatcher.retry, giveUpAfterMs: 250 } },
+      },
     });
     const target = await receiver();
     target.behaviour = (request) => (request < 1_000 ? 503 : 204);

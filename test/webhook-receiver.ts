@@ -14,8 +14,11 @@ export interface ReceivedDelivery {
   event: { id: string; type: string; [member: string]: unknown };
 }
 
-/** What to do with the nth request (0-based): a status to answer, or hang without answering. */
-export type Behaviour = (request: number) => number | 'hang';
+/**
+ * What to do with the nth request (0-based): a status to answer, a status to answer after a
+ * delay, or hang without answering.
+ */
+export type Behaviour = (request: number) => number | 'hang' | { status: number; delayMs: number };
 
 export class WebhookReceiver {
   readonly received: ReceivedDelivery[] = [];
@@ -36,8 +39,14 @@ export class WebhookReceiver {
         const body = Buffer.concat(chunks).toString('utf8');
         const answer = this.behaviour(this.#requests++);
         if (answer === 'hang') return;
-        if (answer >= 200 && answer < 300) this.#accept(request, body);
-        response.writeHead(answer).end();
+        const { status, delayMs } =
+          typeof answer === 'number' ? { status: answer, delayMs: 0 } : answer;
+        const respond = () => {
+          if (status >= 200 && status < 300) this.#accept(request, body);
+          response.writeHead(status).end();
+        };
+        if (delayMs > 0) setTimeout(respond, delayMs);
+        else respond();
       });
     });
   }

@@ -285,9 +285,10 @@ export class WebhookDispatcher {
       const now = this.#clock.now();
       const previous = pending?.eventId === event.id ? pending : undefined;
       pending = undefined;
-      if (previous?.nextAttemptAt != null && previous.nextAttemptAt > now) {
+      const due = previous?.nextAttemptAt ?? null;
+      if (due !== null && due > now) {
         if ((done.length > 0 || cursor !== claim.cursor) && !(await flush())) return 'stop';
-        this.#waitUntil(webhook.id, previous.nextAttemptAt);
+        this.#waitUntil(webhook.id, due);
         return 'wait';
       }
       const outcome = await this.#attempt(webhook, event);
