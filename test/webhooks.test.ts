@@ -188,6 +188,51 @@ describe('webhooks API', () => {
     assert.equal(widen.statusCode, 403);
   });
 
+  it('records webhook.created, updated and deleted events, without secrets', async () => {
+    const created = (await call(ctx, 'POST', '/webhooks', { body: hookBody() })).json();
+    await call(ctx, 'PATCH', `/webhooks/${created.id}`, { body: { description: 'now' } });
+    const rotated = (await call(ctx, 'POST', `/webhooks/${created.id}/rotate-secret`)).json();
+    // A failed write records nothing.
+    const stale = await call(ctx, 'DELETE', `/webhooks/${created.id}`, {
+      headers: { 'if-match': '"stale"' },
+    });
+    assert.equal(stale.statusCode, 412);
+    await call(ctx, 'DELETE', `/webhooks/${created.id}`);
+    const feed = await call(ctx, 'GET', '/events?resource_type=webhook&limit=1000');
+    assert.equal(feed.statusCode, 200, feed.body);
+    const events = feed
+      .json<{
+        items: {
+          type: string;
+          actor: { type: string };
+          resource: { id: { id: string } };
+          changes: { member: string }[];
+        }[];
+      }>()
+      .items.filter((event) => event.resource.id.id === created.id);
+    assert.deepEqual(
+      events.map((event) => [event.type, event.actor.type]),
+      [
+        ['webhook.created', 'api_key'],
+        ['webhook.updated', 'api_key'],
+        ['webhook.updated', 'api_key'],
+        ['webhook.deleted', 'api_key'],
+      ],
+    );
+    assert.deepEqual(
+      events[1]!.changes.map((change) => change.member),
+      ['description'],
+    );
+    assert.deepEqual(
+      events[2]!.changes.map((change) => change.member),
+      ['previous_secret_expires_at'],
+    );
+    const text = JSON.stringify(events);
+    assert.equal(text.includes('whsec_'), false);
+    assert.equal(text.includes(created.secret.slice(6, 30)), false);
+    assert.equal(text.includes(rotated.secret.slice(6, 30)), false);
+  });
+
   it('never writes a webhook secret to the logs', async () => {
     const created = (await call(ctx, 'POST', '/webhooks', { body: hookBody() })).json();
     const rotated = (await call(ctx, 'POST', `/webhooks/${created.id}/rotate-secret`)).json();
@@ -207,7 +252,7 @@ describe('webhook secrets at rest', () => {
       assert.ok(stored);
       assert.equal(stored.secret.includes(created.secret.slice(6)), false);
       assert.match(stored.secret, /^tessera-sealed:v1:/);
-      assert.deepEqual(ctx.services.webhooks.signingSecrets(stored, Date.now()), [created.secret]);
+      assert.deepEqual(ctx.services.webhooks.signingSecrets(stored), [created.secret]);
     } finally {
       await ctx.close();
     }

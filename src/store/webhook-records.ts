@@ -2,10 +2,7 @@
 // the event feed (a cursor, and a lease that lets one instance at a time work it), and the
 // log of deliveries. Part of the Store interface (store.ts), in its own file for its size.
 
-import type { PageQuery } from './store.js';
-
-// Replaced by the events core's NewEvent when it lands.
-type NewEvent = Record<string, unknown>;
+import type { NewEvent, PageQuery } from './store.js';
 
 export interface WebhookRecord {
   id: string;
@@ -88,8 +85,11 @@ export interface DeliveryProgress {
   deliveries: readonly DeliveryRecord[];
   /** The new cursor; null leaves it where it is. */
   cursor: string | null;
-  /** Set when the receiver asked to stop (410): the webhook is disabled with this reason. */
-  disable?: { reason: string; at: number; etag: string };
+  /**
+   * Set when the receiver asked to stop (410): the webhook is disabled with this reason, and
+   * `events` (its webhook.updated) are recorded with it.
+   */
+  disable?: { reason: string; at: number; etag: string; events: readonly NewEvent[] };
 }
 
 export interface WebhookRepository {

@@ -29,7 +29,8 @@ import type {
 import { MAX_LOGGED_ATTEMPTS } from '../../store/webhook-records.js';
 import { newVersion } from '../conditional-writes.js';
 import type { AttemptOutcome, WebhookSender } from './webhook-delivery.js';
-import type { WebhooksService } from './webhooks.service.js';
+import { SYSTEM_ORIGIN } from '../changes.js';
+import { type WebhooksService, webhookEvent } from './webhooks.service.js';
 
 export interface RetryPolicy {
   /** The delay before the first retry; each later one doubles it, up to maxDelayMs. */
@@ -271,7 +272,7 @@ export class WebhookDispatcher {
           cursor: cursor === claim.cursor ? null : cursor,
           ...(disable === undefined
             ? {}
-            : { disable: { ...disable, at: now, etag: newVersion() } }),
+            : { disable: this.#disabling(webhook, disable.reason, now) }),
         },
       );
       if (recorded) claim.cursor = cursor;
@@ -329,11 +330,23 @@ export class WebhookDispatcher {
     return 'more';
   }
 
+  /** The change of a webhook Tessera disables itself, with its webhook.updated event. */
+  #disabling(webhook: WebhookRecord, reason: string, at: number) {
+    const etag = newVersion();
+    const disabled = { ...webhook, enabled: false, disabledReason: reason, updatedAt: at, etag };
+    return {
+      reason,
+      at,
+      etag,
+      events: [webhookEvent('webhook.updated', SYSTEM_ORIGIN, at, webhook, disabled)],
+    };
+  }
+
   async #attempt(webhook: WebhookRecord, event: EventRecord): Promise<AttemptOutcome> {
     const now = this.#clock.now();
     let secrets: string[];
     try {
-      secrets = this.deps.webhooks.signingSecrets(webhook, now);
+      secrets = this.deps.webhooks.signingSecrets(webhook);
     } catch (error) {
       return { statusCode: null, error: (error as Error).message, durationMs: 0 };
     }

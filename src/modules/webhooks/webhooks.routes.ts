@@ -16,6 +16,7 @@ import {
 } from '../../http/schemas.js';
 import type { DeliveryRecord, WebhookRecord } from '../../store/store.js';
 import type { KeyCaller } from '../api-keys/api-keys.service.js';
+import { requestOrigin } from '../request-origin.js';
 import {
   CreateWebhookBody,
   DeliveryListQuery,
@@ -84,13 +85,17 @@ export function registerWebhookRoutes(
     },
     async function createWebhook(request, reply) {
       const body = request.body;
-      const created = await webhooks.createWebhook(callerOf(request), {
-        url: body.url,
-        eventTypes: body.event_types,
-        clientIds: body.client_ids ?? null,
-        description: body.description ?? '',
-        enabled: body.enabled ?? true,
-      });
+      const created = await webhooks.createWebhook(
+        callerOf(request),
+        {
+          url: body.url,
+          eventTypes: body.event_types,
+          clientIds: body.client_ids ?? null,
+          description: body.description ?? '',
+          enabled: body.enabled ?? true,
+        },
+        requestOrigin(request),
+      );
       reply.header('location', `${requestPath(request)}/${created.record.id}`);
       reply.header('cache-control', 'no-store');
       const representation = { ...toWebhookResource(created.record), secret: created.secret };
@@ -193,6 +198,7 @@ export function registerWebhookRoutes(
           ...(body.enabled === undefined ? {} : { enabled: body.enabled }),
         },
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendWebhook(request, reply, webhook);
     },
@@ -214,7 +220,12 @@ export function registerWebhookRoutes(
       },
     },
     async function deleteWebhook(request, reply) {
-      await webhooks.deleteWebhook(callerOf(request), request.params.id, ifMatchCondition(request));
+      await webhooks.deleteWebhook(
+        callerOf(request),
+        request.params.id,
+        ifMatchCondition(request),
+        requestOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );
@@ -246,6 +257,7 @@ export function registerWebhookRoutes(
         callerOf(request),
         request.params.id,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       reply.header('cache-control', 'no-store');
       const representation = { ...toWebhookResource(rotated.record), secret: rotated.secret };

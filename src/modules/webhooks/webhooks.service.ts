@@ -9,11 +9,13 @@ import { DuplicateError } from '../../store/errors.js';
 import type {
   DeliveryFilter,
   DeliveryRecord,
+  NewEvent,
   Store,
   WebhookFilter,
   WebhookRecord,
 } from '../../store/store.js';
 import type { KeyCaller } from '../api-keys/api-keys.service.js';
+import { type ChangeOrigin, type Snapshot, changeEvent } from '../changes.js';
 import {
   KeyedQueue,
   type VersionCondition,
@@ -75,7 +77,11 @@ export class WebhooksService {
     this.#sealer = deps.secretKey === null ? null : new PrivateKeySealer(deps.secretKey);
   }
 
-  async createWebhook(caller: KeyCaller, input: NewWebhook): Promise<WebhookWithSecret> {
+  async createWebhook(
+    caller: KeyCaller,
+    input: NewWebhook,
+    origin: ChangeOrigin,
+  ): Promise<WebhookWithSecret> {
     assertClientIdsWithinCaller(caller, input.clientIds);
     this.assertUrlAllowed(input.url);
     const now = this.deps.clock.now();
@@ -98,7 +104,9 @@ export class WebhooksService {
     };
     try {
       // Deliveries start with the events that follow the webhook's creation.
-      await this.deps.store.webhooks.insertWebhook(record, await this.lastEventId(), []);
+      await this.deps.store.webhooks.insertWebhook(record, await this.lastEventId(), [
+        webhookEvent('webhook.created', origin, now, null, record),
+      ]);
     } catch (error) {
       if (error instanceof DuplicateError) throw problem('conflict', 'Retry: the id was taken.');
       throw error;
@@ -127,10 +135,11 @@ export class WebhooksService {
     id: string,
     change: WebhookChange,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<WebhookRecord> {
     if (change.clientIds !== undefined) assertClientIdsWithinCaller(caller, change.clientIds);
     if (change.url !== undefined) this.assertUrlAllowed(change.url);
-    return this.update(caller, id, condition, (current) => {
+    return this.update(caller, id, condition, origin, (current) => {
       const enabled = change.enabled === undefined ? current.enabled : (change.enabled ?? true);
       const next: WebhookRecord = {
         ...current,
@@ -152,9 +161,10 @@ export class WebhooksService {
     caller: KeyCaller,
     id: string,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<WebhookWithSecret> {
     const secret = generateWebhookSecret();
-    const record = await this.update(caller, id, condition, (current) => ({
+    const record = await this.update(caller, id, condition, origin, (current) => ({
       ...current,
       secret: this.seal(secret, current.id),
       previousSecret: current.secret,
@@ -163,13 +173,21 @@ export class WebhooksService {
     return { record, secret };
   }
 
-  deleteWebhook(caller: KeyCaller, id: string, condition: VersionCondition): Promise<void> {
+  deleteWebhook(
+    caller: KeyCaller,
+    id: string,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<void> {
     return this.#writes.run(id, () =>
       deleteConditionally({
         load: () => this.findVisible(caller, id),
         notFound: () => webhookNotFound(id),
         condition,
-        remove: (current) => this.deps.store.webhooks.deleteWebhook(id, current.etag, []),
+        remove: (current) =>
+          this.deps.store.webhooks.deleteWebhook(id, current.etag, [
+            webhookEvent('webhook.deleted', origin, this.deps.clock.now(), current, null),
+          ]),
       }),
     );
   }
@@ -196,7 +214,9 @@ export class WebhooksService {
   }
 
   /** The secrets that sign a delivery now, in clear: the current one, and a rotated-out one in its overlap. */
-  signingSecrets(webhook: WebhookRecord, now: number): string[] {
+  signingSecrets(webhook: WebhookRecord): string[] {
+    // The overlap was set by this service's clock: compared with the same clock.
+    const now = this.deps.clock.now();
     const secrets = [this.open(webhook.secret, webhook.id)];
     if (
       webhook.previousSecret !== null &&
@@ -217,28 +237,35 @@ export class WebhooksService {
     caller: KeyCaller,
     id: string,
     condition: VersionCondition,
+    origin: ChangeOrigin,
     change: (current: WebhookRecord) => WebhookRecord | null,
   ): Promise<WebhookRecord> {
+    // The version each attempt read: the event shows what changed since then.
+    let before: WebhookRecord | null = null;
     const record = await this.#writes.run(id, () =>
       updateConditionally({
         load: () => this.findVisible(caller, id),
         notFound: () => webhookNotFound(id),
         condition,
         change: (current) => {
+          before = current;
           const next = change(current);
           return next === null
             ? null
             : { ...next, updatedAt: this.deps.clock.now(), etag: newVersion() };
         },
-        save: (next, expected) => this.deps.store.webhooks.replaceWebhook(next, expected, []),
+        save: (next, expected) =>
+          this.deps.store.webhooks.replaceWebhook(next, expected, [
+            webhookEvent('webhook.updated', origin, next.updatedAt, before, next),
+          ]),
       }),
     );
     this.deps.onChange?.();
     return record;
   }
 
-  private async lastEventId(): Promise<string | null> {
-    return null;
+  private lastEventId(): Promise<string | null> {
+    return this.deps.store.events.lastEventId();
   }
 
   private assertUrlAllowed(url: string): void {
@@ -257,6 +284,41 @@ export class WebhooksService {
     }
     return this.#sealer.open(stored, `webhook:${id}`);
   }
+}
+
+/** What an event shows of a webhook: never its secrets. */
+export function webhookSnapshot(webhook: WebhookRecord): Snapshot {
+  return {
+    url: webhook.url,
+    event_types: webhook.eventTypes,
+    client_ids: webhook.clientIds,
+    description: webhook.description,
+    enabled: webhook.enabled,
+    disabled_reason: webhook.disabledReason,
+    previous_secret_expires_at:
+      webhook.previousSecretExpiresAt === null
+        ? null
+        : new Date(webhook.previousSecretExpiresAt).toISOString(),
+  };
+}
+
+/** webhook.created, webhook.updated or webhook.deleted. */
+export function webhookEvent(
+  type: 'webhook.created' | 'webhook.updated' | 'webhook.deleted',
+  origin: ChangeOrigin,
+  occurredAt: number,
+  before: WebhookRecord | null,
+  after: WebhookRecord | null,
+): NewEvent {
+  return changeEvent({
+    type,
+    origin,
+    occurredAt,
+    clientId: null,
+    resource: { type: 'webhook', id: { id: (after ?? before)!.id } },
+    before: before && webhookSnapshot(before),
+    after: after && webhookSnapshot(after),
+  });
 }
 
 export function webhookNotFound(id: string) {

@@ -168,7 +168,7 @@ export function describeWebhooksContract(ctx: ContractContext): void {
       await webhooks.recordDeliveries('w1', 'a', 0, {
         deliveries: [delivery('00000000000000000001', { status: 'failed' })],
         cursor: null,
-        disable: { reason: 'gone', at: T0 + 9, etag: 'w1-2' },
+        disable: { reason: 'gone', at: T0 + 9, etag: 'w1-2', events: [] },
       });
       const stored = await webhooks.findWebhook('w1');
       assert.deepEqual(stored, {

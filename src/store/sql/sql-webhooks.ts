@@ -1,6 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import { ConditionFailedError } from '../errors.js';
-import type { PageQuery } from '../store.js';
+import type { NewEvent, PageQuery } from '../store.js';
 import type {
   DeliveryAttempt,
   DeliveryFilter,
@@ -14,11 +14,8 @@ import type {
   WebhookState,
 } from '../webhook-records.js';
 import type { SqlExecutor } from './sql-executor.js';
-import { toOptionalMillis } from './rows.js';
+import { toEventRow, toOptionalMillis } from './rows.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './tables.js';
-
-// Replaced by the events core's NewEvent when it lands.
-type NewEvent = Record<string, unknown>;
 
 // Leases are compare-and-set updates on the webhook's row: "take it when nobody holds an
 // unexpired lease". Of two instances racing, the database serialises the two UPDATEs of the
@@ -32,20 +29,23 @@ export class SqlWebhookRepository implements WebhookRepository {
   async insertWebhook(
     webhook: WebhookRecord,
     startAfter: string | null,
-    _events: readonly NewEvent[],
+    events: readonly NewEvent[],
   ): Promise<void> {
-    await this.sql.write([
-      this.sql.db
-        .insertInto('webhooks')
-        .values({
-          ...toWebhookRow(webhook),
-          cursor: startAfter,
-          generation: 0,
-          lease_owner: null,
-          lease_until: null,
-        })
-        .compile(),
-    ]);
+    await this.sql.write(
+      [
+        this.sql.db
+          .insertInto('webhooks')
+          .values({
+            ...toWebhookRow(webhook),
+            cursor: startAfter,
+            generation: 0,
+            lease_owner: null,
+            lease_until: null,
+          })
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
   }
 
   async findWebhook(id: string): Promise<WebhookRecord | undefined> {
@@ -96,33 +96,39 @@ export class SqlWebhookRepository implements WebhookRepository {
   async replaceWebhook(
     next: WebhookRecord,
     expectedEtag: string,
-    _events: readonly NewEvent[],
+    events: readonly NewEvent[],
   ): Promise<boolean> {
     const { id, created_at: _createdAt, ...changes } = toWebhookRow(next);
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .updateTable('webhooks')
-        .set(changes)
-        .where('id', '=', id)
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('webhooks')
+          .set(changes)
+          .where('id', '=', id)
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 
   async deleteWebhook(
     id: string,
     expectedEtag: string,
-    _events: readonly NewEvent[],
+    events: readonly NewEvent[],
   ): Promise<boolean> {
     // webhook_deliveries references webhooks ON DELETE CASCADE: the log goes with it.
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .deleteFrom('webhooks')
-        .where('id', '=', id)
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .deleteFrom('webhooks')
+          .where('id', '=', id)
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 
@@ -232,7 +238,10 @@ export class SqlWebhookRepository implements WebhookRepository {
       );
     }
     try {
-      await this.sql.write(statements, { everyStatementChanges: true });
+      await this.sql.write(statements, {
+        everyStatementChanges: true,
+        events: (progress.disable?.events ?? []).map(toEventRow),
+      });
       return true;
     } catch (error) {
       if (error instanceof ConditionFailedError) return false;
