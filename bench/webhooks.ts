@@ -10,12 +10,12 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { buildServerCopy, startServerProcess } from '../test/run-server.js';
+import { buildServerCopy, repository, startServerProcess } from '../test/run-server.js';
 
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1_000);
 const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 10);
@@ -40,26 +40,20 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
 }
 
+/** Starts bench/webhook-receiver.mjs; `arrivals` fills with identifier → arrival (epoch ms). */
 async function startReceiver(arrivals: Map<string, number>) {
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const event = JSON.parse(Buffer.concat(chunks).toString()) as {
-        resource: { id: { identifier: string } };
-      };
-      const identifier = event.resource.id.identifier;
-      if (!arrivals.has(identifier)) arrivals.set(identifier, performance.now());
-      response.writeHead(204).end();
-    });
+  const child = spawn(process.execPath, [join(repository, 'bench/webhook-receiver.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const lines = createInterface({ input: child.stdout });
+  const port = await new Promise<string>((resolve) => lines.once('line', resolve));
+  lines.on('line', (line) => {
+    const [identifier, at] = line.split(' ');
+    if (identifier !== undefined && !arrivals.has(identifier)) arrivals.set(identifier, Number(at));
+  });
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
+    url: `http://127.0.0.1:${port}/hook`,
+    close: () => child.kill('SIGTERM'),
   };
 }
 
@@ -92,7 +86,7 @@ async function runOnce(store: string, databaseUrl: string, main: string, dataDir
     }
     const acknowledged = new Map<string, number>();
     const total = RATE * SECONDS;
-    const started = performance.now();
+    const started = Date.now();
     let next = 0;
     await Promise.all(
       Array.from({ length: WRITERS }, async () => {
@@ -101,7 +95,7 @@ async function runOnce(store: string, databaseUrl: string, main: string, dataDir
           if (index >= total) return;
           // Paced: write n is sent no earlier than n / RATE seconds after the start.
           const due = started + (index * 1000) / RATE;
-          const wait = due - performance.now();
+          const wait = due - Date.now();
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
           const identifier = `u${index}`;
           const response = await fetch(`${api}/applications/bench/users`, {
@@ -118,17 +112,17 @@ async function runOnce(store: string, databaseUrl: string, main: string, dataDir
             }),
           });
           await response.arrayBuffer();
-          if (response.status === 201) acknowledged.set(identifier, performance.now());
+          if (response.status === 201) acknowledged.set(identifier, Date.now());
         }
       }),
     );
-    const stopped = performance.now();
+    const stopped = Date.now();
     const deliveredAtStop = arrivals.size;
     const deadline = stopped + 60_000;
-    while (arrivals.size < acknowledged.size && performance.now() < deadline) {
+    while (arrivals.size < acknowledged.size && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
-    const drained = performance.now();
+    const drained = Date.now();
     const lags = [...acknowledged]
       .map(([identifier, at]) => (arrivals.get(identifier) ?? Number.NaN) - at)
       .filter((lag) => !Number.isNaN(lag))

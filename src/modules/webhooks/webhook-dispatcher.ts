@@ -146,6 +146,8 @@ export class WebhookDispatcher {
       } catch (error) {
         this.deps.log.warn({ err: error }, 'could not look for webhook work; retrying');
       }
+      // Wakes come with every acknowledged write: a busy instance looks at most every 20 ms.
+      await new Promise((resolve) => setTimeout(resolve, 20));
       await this.#sleep(this.#options.pollMs);
     }
   }
