@@ -58,6 +58,9 @@ export async function runWebhookChaos(options: {
 
   let server = await start();
   try {
+    // A webhook receives what happens after its creation: events before it are not counted.
+    const before = await readFeed(server, headers, null);
+    const startAfter = [...before.keys()].at(-1) ?? null;
     const hook = await fetch(api(server, '/webhooks'), {
       method: 'POST',
       headers,
@@ -110,7 +113,7 @@ export async function runWebhookChaos(options: {
       cycles += 1;
     }
 
-    const feed = await readFeed(server, headers);
+    const feed = await readFeed(server, headers, startAfter);
     const deadline = Date.now() + 120_000;
     const arrived = () => new Set(receiver.ids());
     while ([...feed.keys()].some((id) => !arrived().has(id)) && Date.now() < deadline) {
@@ -155,9 +158,10 @@ export async function runWebhookChaos(options: {
 async function readFeed(
   server: ServerProcess,
   headers: Record<string, string>,
+  from: string | null,
 ): Promise<Map<string, { type: string; resource: unknown }>> {
   const events = new Map<string, { type: string; resource: unknown }>();
-  let after: string | null = null;
+  let after: string | null = from;
   for (;;) {
     const query: string = `limit=1000${after === null ? '' : `&after=${after}`}`;
     const page = await fetch(`${server.baseUrl}/iam/api/v1/events?${query}`, { headers });
