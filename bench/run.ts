@@ -2,7 +2,7 @@
 //
 // For each store: seed one application with BENCH_USERS users through the store (in
 // batches, before the server starts), start the built server as its own process
-// (`node dist/main.js`, what `npm start` runs), and a bare node:http server that answers
+// (`node dist/main.js` with the flags `npm start` gives it), and a bare node:http server that answers
 // the same bytes (bench/bare-server.mjs). Then, per scenario, drive both from this process
 // with autocannon under the same settings, alternating which goes first, ROUNDS times, and
 // report medians and Tessera's rate as a ratio to the bare server's.
@@ -47,6 +47,16 @@ const PREFIX = '/iam/api/v1';
 const CLIENT_ID = 'bench-app';
 const PROVIDER = 'google_oauth2';
 const OUT_DIR = join(repository, 'bench', 'results');
+/** Node's flags in `npm start` (`exec node <flags> dist/main.js`): the server runs as it does. */
+const START_FLAGS = (
+  (
+    JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.match(/node (.*)dist\/main\.js/)?.[1] ?? ''
+)
+  .split(' ')
+  .filter((flag) => flag !== '');
 
 type StoreKind = 'sqlite' | 'postgres';
 
@@ -245,29 +255,40 @@ function scenarios(apiKey: string, deepCursor: string): Scenario[] {
   ];
 }
 
+/** Peak RSS under 200 MB on either store (issue 15). */
+const rssTarget: Target = {
+  scenario: '(all)',
+  description: `peak server RSS < 200 MB with ${USERS.toLocaleString('en')} users`,
+  check: (_results, peakRssMb) => ({ value: peakRssMb, met: peakRssMb < 200 }),
+};
+
+// Issue 15's targets (speed, round two), as ratios to the bare server in the same run.
 const TARGETS: Record<StoreKind, Target[]> = {
   sqlite: [
     ratioTarget('get-user', 0.6),
-    ratioTarget('list-users-first', 0.25),
-    ratioTarget('create-user', 0.35),
-    ratioTarget('wrong-key', 0.6),
+    ratioTarget('get-application', 0.6),
+    ratioTarget('list-users-first', 0.3),
+    ratioTarget('list-users-deep', 0.3),
+    ratioTarget('create-user', 0.4),
+    ratioTarget('wrong-key', 0.7),
     {
       scenario: 'list-users-deep',
       description: 'first page req/s / deep page req/s <= 1.2',
       check: (results) => {
         const value =
-          results.get('list-users-first')!.tessera.rps /
+          (results.get('list-users-first')?.tessera.rps ?? Number.NaN) /
           results.get('list-users-deep')!.tessera.rps;
         return { value, met: value <= 1.2 };
       },
     },
-    {
-      scenario: '(all)',
-      description: `peak server RSS < 200 MB with ${USERS.toLocaleString('en')} users`,
-      check: (_results, peakRssMb) => ({ value: peakRssMb, met: peakRssMb < 200 }),
-    },
+    rssTarget,
   ],
-  postgres: [ratioTarget('get-user', 0.35)],
+  postgres: [
+    ratioTarget('get-user', 0.4),
+    ratioTarget('list-users-first', 0.2),
+    ratioTarget('create-user', 0.25),
+    rssTarget,
+  ],
 };
 // Issue 13: a SCIM lookup by userName or externalId within 1.5x of GET user (same store).
 for (const targets of Object.values(TARGETS)) {
@@ -283,17 +304,14 @@ for (const targets of Object.values(TARGETS)) {
     });
   }
 }
-// Issue 6: at least 3× the peer's tokens/s, and at least 6,000 tokens/s, on either store.
-for (const targets of Object.values(TARGETS)) {
-  for (const scenario of ['token-trusted', 'token-exchange']) {
-    targets.push(ratioTarget(scenario, 3), {
-      scenario,
-      description: 'tokens/s >= 6000',
-      check: (results) => {
-        const value = results.get(scenario)!.tessera.rps;
-        return { value, met: value >= 6000 };
-      },
-    });
+// Issue 15: tokens/s against the peer's, per store (issue 6 asked 3× and 6,000 tokens/s).
+const TOKEN_RATIOS: Record<StoreKind, Record<'token-trusted' | 'token-exchange', number>> = {
+  sqlite: { 'token-trusted': 2, 'token-exchange': 1.25 },
+  postgres: { 'token-trusted': 1.5, 'token-exchange': 1 },
+};
+for (const [kind, targets] of Object.entries(TARGETS) as [StoreKind, Target[]][]) {
+  for (const [scenario, minimum] of Object.entries(TOKEN_RATIOS[kind])) {
+    targets.push(ratioTarget(scenario, minimum));
   }
 }
 
@@ -454,6 +472,30 @@ async function captureExpected(
   return captured;
 }
 
+/** With BENCH_CPU_PROF: when each of Tessera's runs took place, to split its profile by scenario. */
+interface ProfileWindow {
+  scenario: string;
+  /** Monotonic clock (the one V8's profile timestamps use), µs. */
+  startUs: number;
+  endUs: number;
+  answered: number;
+}
+const profileWindows: ProfileWindow[] = [];
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/** drive() of Tessera itself: the run is noted for bench/profile-summary.ts. */
+async function driveTessera(served: Served, seconds: number, scenario: string) {
+  const startUs = monotonicUs();
+  const figures = await drive(served, seconds);
+  profileWindows.push({
+    scenario,
+    startUs,
+    endUs: monotonicUs(),
+    answered: Math.round(figures.rps * seconds),
+  });
+  return figures;
+}
+
 async function drive({ port, pid, load }: Served, seconds: number): Promise<RunFigures> {
   const cpuBefore = cpuTimeOf(pid);
   const result = await autocannon({
@@ -540,19 +582,22 @@ async function prepareStore(
     );
     await store.migrate();
     const now = Date.now();
-    await store.applications.insertApplication({
-      clientId: CLIENT_ID,
-      displayName: 'Benchmark',
-      description: 'The application the benchmark users belong to',
-      mode: 'external',
-      jwtExpirationInMinutes: 60,
-      // The peer is the users' provider: the exchange scenario's ID tokens come from it.
-      externalTokenValidation: externalTokenValidation(peer, PROVIDER),
-      scimProvider: PROVIDER,
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
-    });
+    await store.applications.insertApplication(
+      {
+        clientId: CLIENT_ID,
+        displayName: 'Benchmark',
+        description: 'The application the benchmark users belong to',
+        mode: 'external',
+        jwtExpirationInMinutes: 60,
+        // The peer is the users' provider: the exchange scenario's ID tokens come from it.
+        externalTokenValidation: externalTokenValidation(peer, PROVIDER),
+        scimProvider: PROVIDER,
+        createdAt: now,
+        updatedAt: now,
+        etag: newVersion(),
+      },
+      [],
+    );
     // Two batches in flight: one being built here while the store writes the other.
     let pending: Promise<void> = Promise.resolve();
     for (let start = 0; start < USERS; start += SEED_BATCH) {
@@ -560,7 +605,7 @@ async function prepareStore(
       for (let n = start; n < Math.min(USERS, start + SEED_BATCH); n++)
         batch.push(seedUser(n, now));
       await pending;
-      pending = store.users.insertUsers(batch);
+      pending = store.users.insertUsers(batch, []);
     }
     await pending;
     const secret = await store.settings.getOrCreateSetting(
@@ -606,19 +651,23 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
     // BENCH_CPU_PROF=<dir>: Tessera writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF;
     const nodeArgs = profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
-    tessera = await startServerProcess(process.execPath, [...nodeArgs, 'dist/main.js'], {
-      DATABASE_URL: prepared.databaseUrl,
-      IAM_BOOTSTRAP_API_KEY: apiKey,
-      IAM_DATA_DIR: dataDir,
-      // The limiter runs as in production, with a limit the benchmark never reaches.
-      IAM_RATE_LIMIT_PER_MINUTE: '999999999',
-      LOG_LEVEL: 'info',
-      // The peer, whose keys the exchange fetches, listens on http://127.0.0.1.
-      IAM_ALLOW_INSECURE_JWKS: 'true',
-      // The refusals themselves are measured (wrong-key, pre-auth-*), not the 429 that the
-      // failed-authentication limit answers after 60 of them.
-      IAM_AUTH_FAILURES_PER_MINUTE: '0',
-    });
+    tessera = await startServerProcess(
+      process.execPath,
+      [...START_FLAGS, ...nodeArgs, 'dist/main.js'],
+      {
+        DATABASE_URL: prepared.databaseUrl,
+        IAM_BOOTSTRAP_API_KEY: apiKey,
+        IAM_DATA_DIR: dataDir,
+        // The limiter runs as in production, with a limit the benchmark never reaches.
+        IAM_RATE_LIMIT_PER_MINUTE: '999999999',
+        LOG_LEVEL: 'info',
+        // The peer, whose keys the exchange fetches, listens on http://127.0.0.1.
+        IAM_ALLOW_INSECURE_JWKS: 'true',
+        // The refusals themselves are measured (wrong-key, pre-auth-*), not the 429 that the
+        // failed-authentication limit answers after 60 of them.
+        IAM_AUTH_FAILURES_PER_MINUTE: '0',
+      },
+    );
     bare = await startBareServer();
     const pid = tessera.process.pid!;
     const results = new Map<string, ScenarioResult>();
@@ -673,7 +722,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
       let peakRss = memoryOf(pid).rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
       if (WARMUP_S > 0) {
-        await drive(servers.tessera, WARMUP_S);
+        await driveTessera(servers.tessera, WARMUP_S, scenario.name);
         await drive(servers.reference, WARMUP_S);
       }
       const rounds: ScenarioResult['rounds'] = [];
@@ -684,7 +733,12 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
             ? (['tessera', 'reference'] as const)
             : (['reference', 'tessera'] as const);
         const figures: Partial<Record<'tessera' | 'reference', RunFigures>> = {};
-        for (const server of order) figures[server] = await drive(servers[server], DURATION_S);
+        for (const server of order) {
+          figures[server] =
+            server === 'tessera'
+              ? await driveTessera(servers.tessera, DURATION_S, scenario.name)
+              : await drive(servers[server], DURATION_S);
+        }
         rounds.push({
           tessera: figures.tessera!,
           reference: figures.reference!,
@@ -742,6 +796,13 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   } finally {
     bare?.stop();
     if (tessera !== undefined) await tessera.stop();
+    const profile = process.env.BENCH_CPU_PROF;
+    if (profile !== undefined) {
+      writeFileSync(
+        join(profile, `windows-${kind}-${Date.now()}.json`),
+        JSON.stringify(profileWindows.splice(0), null, 1),
+      );
+    }
     rmSync(dataDir, { recursive: true, force: true });
     await prepared.cleanUp();
   }

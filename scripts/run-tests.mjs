@@ -68,7 +68,10 @@ function run(label, files, env) {
 
 const named = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
 const options = process.argv.slice(2).filter((arg) => arg.startsWith('-'));
-const files = named.length > 0 ? named : [...findTests('src'), ...findTests('test')].sort();
+const files =
+  named.length > 0
+    ? named
+    : [...findTests('src'), ...findTests('test'), ...findTests('clients')].sort();
 if (files.length === 0) {
   process.stderr.write('no test files found\n');
   process.exit(1);

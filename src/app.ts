@@ -23,6 +23,7 @@ import {
   sendProblem,
   toProblem,
 } from './http/error-handler.js';
+import { finishDocument } from './http/openapi.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -33,6 +34,10 @@ import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
+import { registerEventRoutes } from './modules/events/events.routes.js';
+import { EventsService } from './modules/events/events.service.js';
+import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
+import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
@@ -83,6 +88,8 @@ export interface Services {
   webhooks: WebhooksService;
   /** Delivers events to webhooks in the background while the app runs. */
   webhookDispatcher: WebhookDispatcher;
+  events: EventsService;
+  consoleSessions: ConsoleSessions;
 }
 
 /** How webhooks are delivered (IAM_ALLOW_INSECURE_WEBHOOKS; the rest for tests and benches). */
@@ -102,9 +109,11 @@ export function createServices(deps: {
   webhooks?: WebhookSettings;
   /** The version in the User-Agent of webhook deliveries. */
   version?: string;
+  /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
+  console?: ConsoleSessionLimits;
 }): Services {
   const { store, clock, log } = deps;
-  const webhookSettings = deps.webhooks ?? { allowInsecure: false };
+  const webhookSettings: WebhookSettings = deps.webhooks ?? { allowInsecure: false };
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
   const authenticator = new ApiKeyAuthenticator(
     { store, clock },
@@ -131,16 +140,15 @@ export function createServices(deps: {
     ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
     ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
   });
-  // The dispatcher is told about webhook changes; the service is built first.
-  let dispatcher: WebhookDispatcher | undefined;
+  // The dispatcher is told about webhook changes (after both exist).
   const webhooks = new WebhooksService({
     store,
     clock,
     policy: { allowInsecure: webhookSettings.allowInsecure },
     secretKey: tokens.secretKey ?? null,
-    onChange: () => dispatcher?.reconsider(),
+    onChange: () => dispatcher.reconsider(),
   });
-  dispatcher = new WebhookDispatcher({
+  const dispatcher = new WebhookDispatcher({
     store,
     webhooks,
     sender: new WebhookSender({
@@ -164,6 +172,13 @@ export function createServices(deps: {
     scimGroups: new ScimGroupsService({ store, users, clock }),
     webhooks,
     webhookDispatcher: dispatcher,
+    events: new EventsService({ store, clock }),
+    consoleSessions: new ConsoleSessions({
+      store,
+      clock,
+      authenticator,
+      ...(deps.console === undefined ? {} : { limits: deps.console }),
+    }),
   };
 }
 
@@ -270,6 +285,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   let closing = false;
   app.addHook('preClose', function markClosing(done) {
     closing = true;
+    services.events.stopWaiting();
     done();
   });
   // Webhook delivery runs while the app does; in-flight attempts finish (briefly) on close.
@@ -308,6 +324,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(swagger, {
+    // Named schemas become components, custom formats standard ones (http/openapi.ts).
+    transformObject: (documents) =>
+      'openapiObject' in documents
+        ? finishDocument(documents.openapiObject)
+        : documents.swaggerObject,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -315,7 +336,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         version: options.version,
         description:
           'Identity and access management: applications, their users, and the API keys that manage them.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // This server, wherever it runs: Swagger UI's "Try it out" calls the origin it was loaded from.
+      servers: [{ url: '/', description: 'This Tessera instance' }],
       components: {
         securitySchemes: {
           apiKey: {
@@ -339,6 +363,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
         { name: 'webhooks', description: 'Events pushed to your endpoints, signed' },
+        { name: 'events', description: 'The audit trail and change feed' },
         {
           name: 'scim',
           description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
@@ -367,9 +392,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, function serveOpenApi() {
     return app.swagger();
   });
-  // A browser pointed at the bare address lands on something useful.
-  app.get('/', { schema: { hide: true } }, function redirectToDocs(_request, reply) {
-    return reply.redirect('/docs', 302);
+  // A browser pointed at the bare address lands on the admin console.
+  app.get('/', { schema: { hide: true } }, function redirectToConsole(_request, reply) {
+    reply.header('content-security-policy', CONSOLE_CSP);
+    return reply.redirect('/console', 302);
   });
 
   const failureLimiter = (purpose: string) =>
@@ -387,6 +413,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerJsonBodies(app);
   registerHealthRoutes(app, { store, metrics });
+  await registerConsole(app, {
+    services,
+    sessions: services.consoleSessions,
+    clock: services.consoleSessions.clock,
+    failures: apiKeyFailures,
+  });
   registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
 
   const cursors = new CursorCodec(
@@ -416,6 +448,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerTokenRoutes(scope, services);
       registerSigningKeyRoutes(scope, services);
       registerWebhookRoutes(scope, { webhooks: services.webhooks, cursors });
+      registerEventRoutes(scope, services);
     },
     { prefix: API_PREFIX },
   );

@@ -101,6 +101,18 @@ const Environment = Type.Object({
       description: '32 bytes in base64 (openssl rand -base64 32)',
     }),
   ),
+  IAM_CONSOLE_IDLE_TIMEOUT_SECONDS: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'a whole number of seconds from 1 to 999999',
+    }),
+  ),
+  IAM_CONSOLE_SESSION_LIFETIME_SECONDS: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,5}$',
+      description: 'a whole number of seconds from 1 to 999999',
+    }),
+  ),
 });
 
 type Environment = Static<typeof Environment>;
@@ -194,6 +206,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     /** IAM_SECRET_KEY: encrypts private signing keys at rest (AES-256-GCM); null: stored in clear. */
     secretKey:
       vars.IAM_SECRET_KEY === undefined ? null : Buffer.from(vars.IAM_SECRET_KEY, 'base64'),
+    /** Admin console sessions: idle 30 min and 8 h at most, unless set. */
+    console: {
+      idleTimeoutMs: Number(vars.IAM_CONSOLE_IDLE_TIMEOUT_SECONDS ?? 1800) * 1000,
+      absoluteTimeoutMs: Number(vars.IAM_CONSOLE_SESSION_LIFETIME_SECONDS ?? 28_800) * 1000,
+    },
   };
 }
 

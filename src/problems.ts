@@ -3,6 +3,7 @@
 //   throw problem('not-found', `No application "${clientId}".`)
 
 import { type Static, Type } from 'typebox';
+import { named } from './http/openapi.js';
 
 export const PROBLEM_TYPE_BASE = 'https://tessera.dev/problems/';
 
@@ -31,26 +32,34 @@ export const problemKinds = {
 export type ProblemKind = keyof typeof problemKinds;
 
 /** One invalid input: a JSON Pointer into the body, or a query/path parameter name. */
-export const InvalidParamSchema = Type.Object({
-  pointer: Type.Optional(Type.String({ description: 'JSON Pointer into the request body' })),
-  parameter: Type.Optional(Type.String({ description: 'Query or path parameter' })),
-  header: Type.Optional(Type.String()),
-  detail: Type.String(),
-});
+export const InvalidParamSchema = named(
+  'InvalidParam',
+  Type.Object({
+    pointer: Type.Optional(Type.String({ description: 'JSON Pointer into the request body' })),
+    parameter: Type.Optional(Type.String({ description: 'Query or path parameter' })),
+    header: Type.Optional(Type.String()),
+    detail: Type.String(),
+  }),
+);
 export type InvalidParam = Static<typeof InvalidParamSchema>;
 
-export const ProblemSchema = Type.Object(
-  {
-    type: Type.String({ description: 'URI identifying the kind of problem' }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    instance: Type.Optional(
-      Type.String({ description: 'The request path (absent only if the request was unreadable)' }),
-    ),
-    errors: Type.Optional(Type.Array(InvalidParamSchema)),
-  },
-  { description: 'RFC 9457 problem details' },
+export const ProblemSchema = named(
+  'Problem',
+  Type.Object(
+    {
+      type: Type.String({ description: 'URI identifying the kind of problem' }),
+      title: Type.String(),
+      status: Type.Integer(),
+      detail: Type.String(),
+      instance: Type.Optional(
+        Type.String({
+          description: 'The request path (absent only if the request was unreadable)',
+        }),
+      ),
+      errors: Type.Optional(Type.Array(InvalidParamSchema)),
+    },
+    { description: 'RFC 9457 problem details' },
+  ),
 );
 export type ProblemBody = Static<typeof ProblemSchema>;
 

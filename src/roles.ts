@@ -1,5 +1,5 @@
 // Every role an API key can carry. The seed's four, the key-management pair, and the roles
-// of later phases (access tokens, events), so that an all-roles key stays all-roles.
+// of later phases (access tokens, events, webhooks), so that an all-roles key stays all-roles.
 export const ROLES = [
   'applications:read',
   'applications:write',

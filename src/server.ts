@@ -55,6 +55,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     tokens: config.tokens,
     webhooks: config.webhooks,
     version,
+    console: config.console,
   });
   warnAboutConfiguration(config, logger);
   await prepareSigningKeys(services.signingKeys, logger);

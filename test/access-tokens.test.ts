@@ -3,6 +3,7 @@
 // against the JWKS over HTTP, as any back end would.
 
 import { strict as assert } from 'node:assert';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
@@ -239,7 +240,7 @@ describe('signing keys', () => {
       await createApplication(ctx, { client_id: 'app-a' });
       await createUser(ctx, 'app-a');
       const firstKid = decodeProtectedHeader(tokenOf(await issue(ctx))).kid;
-      const rotated = await ctx.services.signingKeys.rotate();
+      const rotated = await ctx.services.signingKeys.rotate(CLI_ORIGIN);
       clock.advance(31_000); // past the instance's key cache
       assert.deepEqual(
         (await jwks(ctx)).map((key) => key.kid),

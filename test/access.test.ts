@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -128,12 +129,16 @@ describe('start-up access (prepareAccess)', () => {
   });
 
   it('writes no file when the store already holds a key', async () => {
-    await services.apiKeys.createApiKey('operator', {
-      name: 'existing',
-      roles: ['users:read'],
-      applications: null,
-      expiresAt: null,
-    });
+    await services.apiKeys.createApiKey(
+      'operator',
+      {
+        name: 'existing',
+        roles: ['users:read'],
+        applications: null,
+        expiresAt: null,
+      },
+      CLI_ORIGIN,
+    );
     await prepare(null);
     assert.equal(existsSync(join(dataDir, ADMIN_KEY_FILE)), false);
     assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 1);
@@ -165,12 +170,16 @@ describe('start-up access (prepareAccess)', () => {
     });
 
     it('also exists beside keys created before it, and issues no first key', async () => {
-      await services.apiKeys.createApiKey('operator', {
-        name: 'existing',
-        roles: ['users:read'],
-        applications: null,
-        expiresAt: null,
-      });
+      await services.apiKeys.createApiKey(
+        'operator',
+        {
+          name: 'existing',
+          roles: ['users:read'],
+          applications: null,
+          expiresAt: null,
+        },
+        CLI_ORIGIN,
+      );
       await prepare(BOOTSTRAP_SECRET);
       assert.equal(await store.apiKeys.countApiKeys({ includeRevoked: true }), 2);
       assert.ok(await store.apiKeys.findApiKeyByDigest(digestSecret(BOOTSTRAP_SECRET)));
@@ -181,11 +190,15 @@ describe('start-up access (prepareAccess)', () => {
       await prepare(BOOTSTRAP_SECRET);
       const stored = await store.apiKeys.findApiKeyByDigest(digestSecret(BOOTSTRAP_SECRET));
       assert.ok(stored);
-      await store.apiKeys.updateApiKeyGrants(stored.id, {
-        roles: ['users:read'],
-        applications: ['a'],
-        updatedAt: START_TIME,
-      });
+      await store.apiKeys.updateApiKeyGrants(
+        stored.id,
+        {
+          roles: ['users:read'],
+          applications: ['a'],
+          updatedAt: START_TIME,
+        },
+        [],
+      );
       clock.advance(5_000);
       await prepare(BOOTSTRAP_SECRET);
       const restored = await store.apiKeys.findApiKey(stored.id);
@@ -198,20 +211,23 @@ describe('start-up access (prepareAccess)', () => {
 
     it('restores no expiry when the stored key was given one', async () => {
       const id = '01900000-0000-7000-8000-0000000000b0';
-      await store.apiKeys.insertApiKey({
-        id,
-        name: 'bootstrap, narrowed by hand',
-        secretDigest: digestSecret(BOOTSTRAP_SECRET),
-        roles: ['keys:read'],
-        applications: ['a', 'b'],
-        createdAt: START_TIME,
-        updatedAt: START_TIME,
-        expiresAt: START_TIME + 60_000,
-        lastUsedAt: null,
-        previousSecretDigest: null,
-        previousExpiresAt: null,
-        revokedAt: null,
-      });
+      await store.apiKeys.insertApiKey(
+        {
+          id,
+          name: 'bootstrap, narrowed by hand',
+          secretDigest: digestSecret(BOOTSTRAP_SECRET),
+          roles: ['keys:read'],
+          applications: ['a', 'b'],
+          createdAt: START_TIME,
+          updatedAt: START_TIME,
+          expiresAt: START_TIME + 60_000,
+          lastUsedAt: null,
+          previousSecretDigest: null,
+          previousExpiresAt: null,
+          revokedAt: null,
+        },
+        [],
+      );
       await prepare(BOOTSTRAP_SECRET);
       const restored = await store.apiKeys.findApiKey(id);
       assert.deepEqual(restored?.roles, [...ROLES]);
@@ -225,12 +241,16 @@ describe('start-up access (prepareAccess)', () => {
 
     it('revokes the key of the previous value when the variable changes', async () => {
       const rotated = 'rotated-bootstrap-secret-0123456789-abcdefgh';
-      const other = await services.apiKeys.createApiKey('operator', {
-        name: 'unrelated',
-        roles: ['users:read'],
-        applications: null,
-        expiresAt: null,
-      });
+      const other = await services.apiKeys.createApiKey(
+        'operator',
+        {
+          name: 'unrelated',
+          roles: ['users:read'],
+          applications: null,
+          expiresAt: null,
+        },
+        CLI_ORIGIN,
+      );
       await prepare(BOOTSTRAP_SECRET);
       await prepare(rotated);
       assert.equal(await services.authenticator.authenticate(BOOTSTRAP_SECRET), undefined);

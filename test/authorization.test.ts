@@ -171,6 +171,14 @@ const ROUTES: RouteRow[] = [
     restricted: 'forbidden',
   },
   {
+    method: 'GET',
+    path: '/events',
+    role: 'events:read',
+    request: () => ({ path: '/events' }),
+    // Served, showing only the events of the key's own applications.
+    restricted: 'served',
+  },
+  {
     method: 'POST',
     path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
     role: 'tokens:write',
@@ -288,8 +296,12 @@ describe('authorization of every API route', () => {
 
   it('registers no other route than the API, SCIM and the public operational ones', async () => {
     // SCIM's routes have their own matrix: test/scim-authorization.test.ts.
+    // The console's routes are session-guarded: the next test.
     const others = registeredRoutes(ctx.app).filter(
-      (route) => !route.includes(` ${API}/`) && !route.includes(' /scim/v2/'),
+      (route) =>
+        !route.includes(` ${API}/`) &&
+        !route.includes(' /scim/v2/') &&
+        !route.includes(' /console'),
     );
     assert.deepEqual(others.sort(), [...PUBLIC_ROUTES].sort());
     // Public means public: answered without asking for a key.
@@ -300,6 +312,28 @@ describe('authorization of every API route', () => {
       assert.notEqual(response.statusCode, 401, route);
       assert.equal(response.headers['www-authenticate'], undefined, route);
       if (method === 'GET') assert.ok([200, 302].includes(response.statusCode), route);
+    }
+  });
+
+  it('serves the console only to a session, but for its sign-in and its assets', async () => {
+    const consoleRoutes = registeredRoutes(ctx.app).filter((route) => route.includes(' /console'));
+    const open = ['GET /console/sign-in', 'POST /console/sign-in', 'GET /console/assets/{name}'];
+    assert.ok(consoleRoutes.length > 10, consoleRoutes.join(', '));
+    for (const route of consoleRoutes.filter((candidate) => !open.includes(candidate))) {
+      const [method, template] = route.split(' ') as [string, string];
+      const path = template.replace(/\{[a-z_]+\}/g, 'x');
+      // An API key is no console session.
+      const response = await call(ctx, method, `/${path}`, {
+        ...(method === 'POST'
+          ? { rawBody: 'a=1', contentType: 'application/x-www-form-urlencoded' }
+          : {}),
+      });
+      if (method === 'GET') {
+        assert.equal(response.statusCode, 303, route);
+        assert.equal(response.headers.location, '/console/sign-in', route);
+      } else {
+        assert.equal(response.statusCode, 401, route);
+      }
     }
   });
 

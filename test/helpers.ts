@@ -3,6 +3,7 @@
 // schema of its own when TESSERA_TEST_STORE=postgres (the second pass of `npm test`).
 
 import { Writable } from 'node:stream';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import { after } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -154,12 +155,16 @@ export async function buildTestApp(
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {
-    const issued = await services.apiKeys.createApiKey('operator', {
-      name: grants.name ?? 'test key',
-      roles: grants.roles ?? ROLES,
-      applications: grants.applications ?? null,
-      expiresAt: grants.expiresAt ?? null,
-    });
+    const issued = await services.apiKeys.createApiKey(
+      'operator',
+      {
+        name: grants.name ?? 'test key',
+        roles: grants.roles ?? ROLES,
+        applications: grants.applications ?? null,
+        expiresAt: grants.expiresAt ?? null,
+      },
+      CLI_ORIGIN,
+    );
     everySecret.add(issued.secret);
     return issued.secret;
   };

@@ -3,6 +3,7 @@
 // start-up with one line. Without the key, one warning at start-up.
 
 import assert from 'node:assert/strict';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -76,7 +77,7 @@ describe('sealing private signing keys with IAM_SECRET_KEY', () => {
       return true;
     });
     // Nor will a process without the key add a key in clear beside the sealed ones.
-    await assert.rejects(signingKeys(store, null).rotate(), SealedKeyError);
+    await assert.rejects(signingKeys(store, null).rotate(CLI_ORIGIN), SealedKeyError);
     assert.equal((await store.signingKeys.listSigningKeys()).length, 1);
   });
 

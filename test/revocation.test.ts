@@ -4,6 +4,7 @@
 // lookup for at most 500 ms of its clock, then refuses the key.
 
 import assert from 'node:assert/strict';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,7 +58,7 @@ describe('revoking a key through another instance', () => {
     const [record] = (
       await operator.apiKeys.listApiKeys('operator', { includeRevoked: false }, null, 100)
     ).filter((candidate) => candidate.roles.length === 1);
-    await operator.apiKeys.revokeApiKey('operator', record!.id);
+    await operator.apiKeys.revokeApiKey('operator', record!.id, CLI_ORIGIN);
 
     server.clock.advance(400);
     assert.equal(
@@ -76,12 +77,16 @@ describe('revoking a key through another instance', () => {
       clock: server.clock,
       log: pino({ level: 'silent' }),
     });
-    const issued = await operator.apiKeys.createApiKey('operator', {
-      name: 'from the CLI',
-      roles: ['applications:read'],
-      applications: null,
-      expiresAt: null,
-    });
+    const issued = await operator.apiKeys.createApiKey(
+      'operator',
+      {
+        name: 'from the CLI',
+        roles: ['applications:read'],
+        applications: null,
+        expiresAt: null,
+      },
+      CLI_ORIGIN,
+    );
     assert.equal(
       (await call(server, 'GET', '/applications', { key: issued.secret })).statusCode,
       200,

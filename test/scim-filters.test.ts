@@ -112,7 +112,7 @@ describe('SCIM filters: SQL against an in-memory evaluation', () => {
   before(async () => {
     ctx = await buildTestApp({ logLevel: 'warn' });
     await createApplication(ctx, { client_id: 'app', scim_provider: PROVIDER });
-    await ctx.store.users.insertUsers(data);
+    await ctx.store.users.insertUsers(data, []);
   });
   after(() => ctx.close());
 

@@ -3,6 +3,7 @@
 // in place first. Checked as a resource server checks: jose's remote JWKS verifier, over HTTP.
 
 import assert from 'node:assert/strict';
+import { CLI_ORIGIN } from '../src/modules/changes.js';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, decodeProtectedHeader, errors, jwtVerify } from 'jose';
@@ -119,7 +120,7 @@ describe('GET /signing-keys', () => {
   after(() => ctx.close());
 
   it('lists kid, alg, state and times, never a private member', async () => {
-    const rotated = await ctx.services.signingKeys.rotate();
+    const rotated = await ctx.services.signingKeys.rotate(CLI_ORIGIN);
     const response = await call(ctx, 'GET', '/signing-keys');
     assert.equal(response.statusCode, 200);
     const items = response.json<{ items: SigningKeyBody[] }>().items;
@@ -192,7 +193,7 @@ describe('signing-key revocation across instances', () => {
         (await other.publishedKeys()).map((key) => key.kid),
         [leaked],
       );
-      const { active } = await first.revokeSigningKey(leaked);
+      const { active } = await first.revokeSigningKey(leaked, CLI_ORIGIN);
       clock.advance(1_000);
       assert.deepEqual(
         (await other.publishedKeys()).map((key) => key.kid),

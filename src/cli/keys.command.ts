@@ -1,5 +1,6 @@
 // `tessera keys …`: API keys, minted and managed by the operator.
 
+import { CLI_ORIGIN } from '../modules/changes.js';
 import type { Command } from 'commander';
 import { systemClock } from '../clock.js';
 import { createBodyChecker } from '../http/validation.js';
@@ -87,12 +88,16 @@ async function createKey(
     values.expiresIn === undefined ? null : parseDuration(values.expiresIn, '--expires-in', '30d');
 
   const issued = await cli.withStore((store) =>
-    cli.servicesFor(store).apiKeys.createApiKey('operator', {
-      name: values.name.trim(),
-      roles,
-      applications,
-      expiresAt: expiresIn === null ? null : systemClock.now() + expiresIn,
-    }),
+    cli.servicesFor(store).apiKeys.createApiKey(
+      'operator',
+      {
+        name: values.name.trim(),
+        roles,
+        applications,
+        expiresAt: expiresIn === null ? null : systemClock.now() + expiresIn,
+      },
+      CLI_ORIGIN,
+    ),
   );
   const resource = toApiKeyResource(issued.record);
   if (values.json === true) {
@@ -167,7 +172,7 @@ async function rotateKey(
   const overlapMs = values.overlap === '0' ? 0 : parseDuration(values.overlap, '--overlap', '1d');
   if (overlapMs > MAX_OVERLAP_MS) throw new UsageError('--overlap must be at most 7d');
   const rotated = await cli.withStore((store) =>
-    cli.servicesFor(store).apiKeys.rotateApiKey('operator', id, overlapMs),
+    cli.servicesFor(store).apiKeys.rotateApiKey('operator', id, overlapMs, CLI_ORIGIN),
   );
   const resource = toApiKeyResource(rotated.record);
   if (values.json === true) {
@@ -185,6 +190,8 @@ async function rotateKey(
 }
 
 async function revokeKey(cli: CliContext, id: string): Promise<void> {
-  await cli.withStore((store) => cli.servicesFor(store).apiKeys.revokeApiKey('operator', id));
+  await cli.withStore((store) =>
+    cli.servicesFor(store).apiKeys.revokeApiKey('operator', id, CLI_ORIGIN),
+  );
   cli.print(`Revoked API key ${id}.`);
 }

@@ -1,5 +1,6 @@
 // `tessera signing-keys …`: the keys that sign access tokens.
 
+import { CLI_ORIGIN } from '../modules/changes.js';
 import type { Command } from 'commander';
 import type { SigningKeyStatus } from '../modules/tokens/signing-keys.service.js';
 import type { CliContext } from './context.js';
@@ -49,7 +50,9 @@ function describeSigningKey(key: SigningKeyStatus) {
 }
 
 async function rotateSigningKey(cli: CliContext, values: { json?: boolean }): Promise<void> {
-  const added = await cli.withStore((store) => cli.servicesFor(store).signingKeys.rotate());
+  const added = await cli.withStore((store) =>
+    cli.servicesFor(store).signingKeys.rotate(CLI_ORIGIN),
+  );
   const summary = {
     kid: added.kid,
     algorithm: added.algorithm,
@@ -71,7 +74,7 @@ async function revokeSigningKey(
   values: { json?: boolean },
 ): Promise<void> {
   const revocation = await cli.withStore((store) =>
-    cli.servicesFor(store).signingKeys.revokeSigningKey(kid),
+    cli.servicesFor(store).signingKeys.revokeSigningKey(kid, CLI_ORIGIN),
   );
   const summary = {
     revoked: describeSigningKey(revocation.revoked),

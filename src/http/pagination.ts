@@ -2,7 +2,7 @@
 // header. A cursor names the last row of a page and the list it came from; it carries an
 // HMAC under a secret kept in the store, so every instance accepts every other's cursors.
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { type KeyObject, createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid } from '../problems.js';
@@ -17,10 +17,11 @@ export const DEFAULT_PAGE_SIZE = 100;
 export const CURSOR_SECRET_SETTING = 'cursor-secret';
 
 export class CursorCodec {
-  readonly #secret: Buffer;
+  /** A key object, made once: given the raw bytes, every HMAC would make its own. */
+  readonly #secret: KeyObject;
 
   constructor(secret: string) {
-    this.#secret = Buffer.from(secret, 'base64url');
+    this.#secret = createSecretKey(Buffer.from(secret, 'base64url'));
   }
 
   /** A cursor for `position` within the list identified by `scope`. */

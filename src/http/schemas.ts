@@ -4,12 +4,19 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { ProblemSchema, problemKinds } from '../problems.js';
 import { JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE } from './content-types.js';
+import { SCHEMA_NAME_KEYWORD, named, schemaName } from './openapi.js';
 import { DEFAULT_PAGE_SIZE } from './pagination.js';
 import { RULE_KEYWORD } from './validation.js';
 
 /** The schema plus `null`, as `type: [T, "null"]` (never anyOf: clearer errors, faster serialization). */
 export function Nullable<T extends TSchema>(schema: T) {
-  const { type, enum: values, ...rest } = schema as unknown as Record<string, unknown>;
+  // A nullable X is not X: the copy drops the name X has in the OpenAPI document.
+  const {
+    type,
+    enum: values,
+    [SCHEMA_NAME_KEYWORD]: _name,
+    ...rest
+  } = schema as unknown as Record<string, unknown>;
   return Type.Unsafe<Static<T> | null>({
     ...rest,
     type: Array.isArray(type) ? [...(type as unknown[]), 'null'] : [type, 'null'],
@@ -53,8 +60,14 @@ export const Timestamp = Type.String({
   examples: ['2026-11-21T09:30:00.000Z'],
 });
 
+/** A time the server sets: read-only. */
+export const ServerTimestamp = Type.String({ ...Timestamp, readOnly: true });
+
 /** Members a client may echo back from a GET; accepted and ignored. */
-export const ReadOnlyEcho = Type.Unknown({ description: 'Read-only; accepted and ignored.' });
+export const ReadOnlyEcho = Type.Unknown({
+  readOnly: true,
+  description: 'Read-only; accepted and ignored.',
+});
 
 export const Cursor = Type.String({
   minLength: 1,
@@ -69,20 +82,28 @@ export const PageQueryProperties = {
       maximum: 1000,
       default: DEFAULT_PAGE_SIZE,
       description: 'Page size, 1–1000.',
+      examples: [50],
     }),
   ),
   cursor: Type.Optional(Cursor),
   include_total: Type.Optional(
-    Type.Boolean({ default: false, description: 'Also count every matching item.' }),
+    Type.Boolean({
+      default: false,
+      description: 'Also count every matching item.',
+      examples: [true],
+    }),
   ),
 };
 
+/** A page of items; named `<Item>Page` in the OpenAPI document when the item is named. */
 export function Page<T extends TSchema>(item: T) {
-  return Type.Object({
+  const page = Type.Object({
     items: Type.Array(item),
     next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` for the next page.' })),
     total: Type.Optional(Type.Integer({ description: 'With `include_total=true`.' })),
   });
+  const itemName = schemaName(item);
+  return itemName === undefined ? page : named(`${itemName}Page`, page);
 }
 
 type ErrorStatus = (typeof problemKinds)[keyof typeof problemKinds]['status'];
@@ -155,7 +176,10 @@ export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
-    Type.String({ description: 'Apply only if the resource still has this ETag (else 412).' }),
+    Type.String({
+      description: 'Apply only if the resource still has this ETag (else 412); `*`: any version.',
+      examples: ['*'],
+    }),
   ),
 });
 
@@ -168,6 +192,17 @@ export const IfNoneMatchHeaders = Type.Object({
 export const NotModified = Type.Null({ description: 'Not modified: your copy is current.' });
 
 export const apiKeySecurity = [{ apiKey: [] }];
+
+/** Routes anyone may call: no credential. */
+export const noSecurity = [];
+
+/** What a route without a key can still answer: a request no route could read. */
+export const unreadableRequestResponse = {
+  400: {
+    description: 'The request cannot be read (two Authorization headers; HTTP/1.1 without Host)',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+};
 
 const DAY_MS = 86_400_000;
 /** Date.prototype.toISOString writes 4-digit years (YYYY-MM-DDT…) only from 0000 to 9999. */

@@ -6,6 +6,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { InvalidParam } from '../problems.js';
 import { stringFormats } from './formats.js';
+import { SCHEMA_NAME_KEYWORD } from './openapi.js';
 
 /** Schema annotation: the rule a string must follow, in words, used as the error detail. */
 export const RULE_KEYWORD = 'x-rule';
@@ -26,6 +27,7 @@ function createAjv(coerceTypes: boolean, allErrors: boolean): Ajv {
     ajv.addFormat(name, { type: 'string', validate });
   }
   ajv.addKeyword({ keyword: RULE_KEYWORD, schemaType: 'string' });
+  ajv.addKeyword({ keyword: SCHEMA_NAME_KEYWORD, schemaType: 'string' });
   return ajv;
 }
 

@@ -78,7 +78,8 @@ export async function updateConditionally<R extends Versioned>(options: {
   condition: VersionCondition;
   /** May be async when computing the change reads other resources (a group's members). */
   change: (current: R) => R | null | Promise<R | null>;
-  save: (next: R, expectedVersion: string) => Promise<boolean>;
+  /** Writes `next` if the stored version is still `expectedVersion` (that of `current`). */
+  save: (next: R, expectedVersion: string, current: R) => Promise<boolean>;
 }): Promise<R> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     if (attempt > 0) await backOff(attempt);
@@ -87,7 +88,7 @@ export async function updateConditionally<R extends Versioned>(options: {
     if (!options.condition(current.etag)) throw preconditionFailed();
     const next = await options.change(current);
     if (next === null) return current;
-    if (await options.save(next, current.etag)) return next;
+    if (await options.save(next, current.etag, current)) return next;
   }
   throw tooMuchContention();
 }

@@ -5,6 +5,8 @@
 import { afterEach, beforeEach, describe } from 'node:test';
 import { describeApiKeysContract } from './contract/api-keys.js';
 import { describeApplicationsContract } from './contract/applications.js';
+import { describeEventsContract } from './contract/events.js';
+import { describeConsoleSessionsContract } from './contract/console-sessions.js';
 import type { ContractContext } from './contract/fixtures.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
 import { describeSettingsContract } from './contract/settings.js';
@@ -35,6 +37,8 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeSettingsContract(ctx);
     describeSigningKeysContract(ctx);
     describeWebhooksContract(ctx);
+    describeEventsContract(ctx);
+    describeConsoleSessionsContract(ctx);
     describeLifecycleContract(ctx);
   });
 }

@@ -7,11 +7,61 @@
 // - DuplicateError: a unique key already exists (client_id, user identity, key digest).
 // - MissingParentError: the application a user or group belongs to does not exist.
 // - StoreUnavailableError: the database cannot answer now (gone, busy, full, read-only).
+//
+// Every write method takes, as its last argument, the events that record its change (the
+// audit trail). They are written in the write's own transaction, and only when the write
+// changes what it was asked to: a write that fails or finds a version moved on records none.
 
 import type { UserPredicate } from './user-predicate.js';
 import type { WebhookRepository } from './webhook-records.js';
 
 export type * from './webhook-records.js';
+
+/** Who made a change: an API key (by id), a SCIM client (its key id), the CLI, … */
+export interface EventActor {
+  type: 'api_key' | 'token_exchange' | 'scim' | 'cli' | 'system';
+  id: string | null;
+}
+
+/** One changed member of a resource: its value before and after (null when absent). */
+export interface EventChange {
+  member: string;
+  before: unknown;
+  after: unknown;
+}
+
+export type EventResourceType = 'application' | 'user' | 'api_key' | 'signing_key' | 'webhook';
+
+/**
+ * An event to record with a write: every write method takes the events of its change and
+ * stores them in the same transaction, only when the change happens. Never holds a secret.
+ */
+export interface NewEvent {
+  type: string;
+  occurredAt: number;
+  actor: EventActor;
+  clientId: string | null;
+  resource: { type: EventResourceType; id: Record<string, unknown> };
+  changes: EventChange[] | null;
+  requestId: string | null;
+}
+
+/** A recorded event; ids are fixed-width digit strings whose order is commit order. */
+export interface EventRecord extends NewEvent {
+  id: string;
+}
+
+export interface EventFilter {
+  /** Exact types, or prefixes ending in '.' (from `user.*`); null: every type. */
+  types: readonly string[] | null;
+  clientId: string | null;
+  actorId: string | null;
+  resourceType: string | null;
+  since: number | null;
+  until: number | null;
+  /** When set, only events of these client_ids (an API key's restriction; no null client_id). */
+  visibleClientIds: readonly string[] | null;
+}
 
 export type ApplicationMode = 'internal' | 'external';
 
@@ -97,6 +147,8 @@ export interface PageQuery<Position> {
 export interface ApplicationFilter {
   /** When set, only these client_ids are visible (an API key's restriction). */
   clientIds: readonly string[] | null;
+  /** When set, only client_ids that start with it (the console's search). */
+  clientIdPrefix?: string | null;
 }
 
 export interface UserFilter {
@@ -147,7 +199,7 @@ export interface GroupRecord {
 
 export interface ApplicationRepository {
   /** Inserts a new application. DuplicateError when the client_id exists. */
-  insertApplication(application: ApplicationRecord): Promise<void>;
+  insertApplication(application: ApplicationRecord, events: readonly NewEvent[]): Promise<void>;
   /** The application, or undefined. */
   findApplication(clientId: string): Promise<ApplicationRecord | undefined>;
   /** Applications ordered by client_id (byte order), after the given client_id. */
@@ -161,22 +213,30 @@ export interface ApplicationRepository {
    * Replaces the stored application when its etag still equals `expectedEtag`.
    * False when it does not (changed meanwhile, or gone); nothing is written then.
    */
-  replaceApplication(next: ApplicationRecord, expectedEtag: string): Promise<boolean>;
+  replaceApplication(
+    next: ApplicationRecord,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
   /**
    * Deletes the application and all its users in one transaction, when its etag still
    * equals `expectedEtag`. False when it does not (changed meanwhile, or gone).
    */
-  deleteApplicationCascade(clientId: string, expectedEtag: string): Promise<boolean>;
+  deleteApplicationCascade(
+    clientId: string,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
 }
 
 export interface UserRepository {
   /** Inserts a user. DuplicateError for an existing identity; MissingParentError without its application. */
-  insertUser(user: UserRecord): Promise<void>;
+  insertUser(user: UserRecord, events: readonly NewEvent[]): Promise<void>;
   /**
    * Inserts many users in one transaction (imports, seeding): all of them, or none when any
    * fails, with insertUser's errors.
    */
-  insertUsers(users: readonly UserRecord[]): Promise<void>;
+  insertUsers(users: readonly UserRecord[], events: readonly NewEvent[]): Promise<void>;
   /** The user, or undefined. */
   findUser(identity: UserIdentity): Promise<UserRecord | undefined>;
   /** Users of one application matching every given filter, ordered by (provider, identifier) in byte order. */
@@ -195,20 +255,28 @@ export interface UserRepository {
    * Replaces the user with next.id when its etag still equals `expectedEtag`; false otherwise.
    * The identifier may change (a rename): DuplicateError when the new identity is taken.
    */
-  replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean>;
+  replaceUser(
+    next: UserRecord,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
   /** Deletes the user when its etag still equals `expectedEtag`; false otherwise. */
-  deleteUser(identity: UserIdentity, expectedEtag: string): Promise<boolean>;
+  deleteUser(
+    identity: UserIdentity,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
 }
 
 export interface ApiKeyRepository {
   /** Inserts a key. DuplicateError when the id or the secret digest exists. */
-  insertApiKey(key: ApiKeyRecord): Promise<void>;
+  insertApiKey(key: ApiKeyRecord, events: readonly NewEvent[]): Promise<void>;
   /**
    * Inserts the key only when the store holds no API key at all (revoked ones count);
    * returns whether it did. Atomic across instances sharing the database: two racing callers
    * never both insert.
    */
-  insertFirstApiKey(key: ApiKeyRecord): Promise<boolean>;
+  insertFirstApiKey(key: ApiKeyRecord, events: readonly NewEvent[]): Promise<boolean>;
   /**
    * The key whose secret, or previous secret, has this digest, revoked or not, or undefined.
    * Deciding whether that secret still works is the caller's.
@@ -224,20 +292,25 @@ export interface ApiKeyRepository {
   updateApiKeyGrants(
     id: string,
     grants: { roles: string[]; applications: string[] | null; updatedAt: number },
+    events: readonly NewEvent[],
   ): Promise<void>;
   /**
    * Gives an unrevoked key a new secret when its digest is still `change.expectedDigest`; the
    * replaced digest becomes the previous one (a former previous one is dropped). False when
    * the key is gone, revoked or rotated meanwhile: nothing is written then.
    */
-  rotateApiKeySecret(id: string, change: ApiKeySecretChange): Promise<boolean>;
+  rotateApiKeySecret(
+    id: string,
+    change: ApiKeySecretChange,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
   /** Records a use; never moves last_used_at backwards. */
   touchApiKey(id: string, usedAt: number): Promise<void>;
   /**
    * Revokes the key at `revokedAt`, keeping its record; false when it does not exist or was
    * revoked already (the first revocation time stays).
    */
-  revokeApiKey(id: string, revokedAt: number): Promise<boolean>;
+  revokeApiKey(id: string, revokedAt: number, events: readonly NewEvent[]): Promise<boolean>;
 }
 
 export interface GroupRepository {
@@ -246,7 +319,11 @@ export interface GroupRepository {
    * etag is still the expected one; false and nothing written otherwise). DuplicateError when
    * its id or display name exists in the application.
    */
-  insertGroup(group: GroupRecord, members?: readonly UserChange[]): Promise<boolean>;
+  insertGroup(
+    group: GroupRecord,
+    members: readonly UserChange[],
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
   /** The group, or undefined. */
   findGroup(clientId: string, id: string): Promise<GroupRecord | undefined>;
   /** Every group of the application, ordered by id. */
@@ -260,12 +337,14 @@ export interface GroupRepository {
     next: GroupRecord,
     expectedEtag: string,
     members: readonly UserChange[],
+    events: readonly NewEvent[],
   ): Promise<boolean>;
   /** Like replaceGroup, deleting the group instead. */
   deleteGroup(
     group: GroupRecord,
     expectedEtag: string,
     members: readonly UserChange[],
+    events: readonly NewEvent[],
   ): Promise<boolean>;
 }
 
@@ -307,11 +386,11 @@ export interface SigningKeyRepository {
    * Inserts a key. DuplicateError when its kid or its generation exists: of two instances
    * adding "generation n" at once, exactly one succeeds.
    */
-  insertSigningKey(key: SigningKeyRecord): Promise<void>;
+  insertSigningKey(key: SigningKeyRecord, events: readonly NewEvent[]): Promise<void>;
   /** Every key, ordered by generation (oldest first). */
   listSigningKeys(): Promise<SigningKeyRecord[]>;
   /** Marks the key revoked; false when it does not exist or was revoked already. */
-  revokeSigningKey(kid: string, revokedAt: number): Promise<boolean>;
+  revokeSigningKey(kid: string, revokedAt: number, events: readonly NewEvent[]): Promise<boolean>;
   /**
    * Replaces the stored private key when it is still `expected` (sealing a key stored in
    * clear); false when it is not, or the key is gone.
@@ -319,7 +398,45 @@ export interface SigningKeyRepository {
   replacePrivateKey(kid: string, expected: string, next: string): Promise<boolean>;
 }
 
+export interface EventRepository {
+  /** Events matching the filter, in id (commit) order, with ids greater than page.after. */
+  listEvents(filter: EventFilter, page: PageQuery<string>): Promise<EventRecord[]>;
+  /** The id of the newest event, or null when there is none. */
+  lastEventId(): Promise<string | null>;
+  /** Deletes up to `limit` events that occurred before `before`; returns how many it deleted. */
+  pruneEvents(before: number, limit: number): Promise<number>;
+}
+
+/** A signed-in session of the admin console. */
+export interface ConsoleSessionRecord {
+  /** Hex SHA-256 of the session id the browser's cookie carries; the id itself is never stored. */
+  idDigest: string;
+  /** The API key the session acts with (its current roles and restriction, on each request). */
+  apiKeyId: string;
+  /** Hex SHA-256 of the key's secret signed in with: the session ends when that secret stops working. */
+  keyDigest: string;
+  /** The synchronizer token every state-changing request of the session must carry. */
+  csrfToken: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+export interface ConsoleSessionRepository {
+  /** Inserts a session. DuplicateError when its id digest exists. */
+  insertConsoleSession(session: ConsoleSessionRecord): Promise<void>;
+  /** The session, or undefined. */
+  findConsoleSession(idDigest: string): Promise<ConsoleSessionRecord | undefined>;
+  /** Records activity; never moves last_seen_at backwards. */
+  touchConsoleSession(idDigest: string, lastSeenAt: number): Promise<void>;
+  /** Ends a session; false when there was none. */
+  deleteConsoleSession(idDigest: string): Promise<boolean>;
+  /** Deletes sessions last seen before `idleSince` or created before `createdSince`; how many. */
+  deleteExpiredConsoleSessions(idleSince: number, createdSince: number): Promise<number>;
+}
+
 export interface Store {
+  /** The audit trail: every write above records its events in the same transaction. */
+  readonly events: EventRepository;
   readonly applications: ApplicationRepository;
   readonly users: UserRepository;
   readonly groups: GroupRepository;
@@ -328,6 +445,7 @@ export interface Store {
   readonly signingKeys: SigningKeyRepository;
   /** Webhooks, their delivery state and log (webhook-records.ts). */
   readonly webhooks: WebhookRepository;
+  readonly consoleSessions: ConsoleSessionRepository;
   /** Which backend this is, for logs and health output. */
   readonly kind: 'sqlite' | 'postgres';
   /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */

@@ -43,8 +43,8 @@ describe('ApiKeyAuthenticator', () => {
   before(async () => {
     store = openSqliteStore({ path: ':memory:' });
     await store.migrate();
-    await store.apiKeys.insertApiKey(keyFor('tsr_known', 'known'));
-    await store.apiKeys.insertApiKey(keyFor('tsr_revoked', 'revoked'));
+    await store.apiKeys.insertApiKey(keyFor('tsr_known', 'known'), []);
+    await store.apiKeys.insertApiKey(keyFor('tsr_revoked', 'revoked'), []);
   });
   after(() => store.close());
 
@@ -80,7 +80,7 @@ describe('ApiKeyAuthenticator', () => {
     // The lookup reads the key, then is held back; meanwhile the key is revoked here.
     const racing = authenticator.authenticate('tsr_revoked');
     await new Promise((resolve) => setImmediate(resolve));
-    await store.apiKeys.revokeApiKey('revoked', NOW);
+    await store.apiKeys.revokeApiKey('revoked', NOW, []);
     authenticator.forgetKey('revoked');
     observer.gate = null;
     release();

@@ -1,4 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { requestOrigin } from '../request-origin.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type CursorCodec, servePage, stringPosition } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
@@ -64,12 +65,16 @@ export function registerApiKeyRoutes(
     },
     async function createApiKey(request, reply) {
       const { name, roles, applications = null, expires_at: expiresAt = null } = request.body;
-      const issued = await apiKeys.createApiKey(callerOf(request), {
-        name: name.trim(),
-        roles,
-        applications,
-        expiresAt: expiresAt === null ? null : Date.parse(expiresAt),
-      });
+      const issued = await apiKeys.createApiKey(
+        callerOf(request),
+        {
+          name: name.trim(),
+          roles,
+          applications,
+          expiresAt: expiresAt === null ? null : Date.parse(expiresAt),
+        },
+        requestOrigin(request),
+      );
       reply.header('location', `${requestPath(request)}/${issued.record.id}`);
       reply.header('cache-control', 'no-store');
       const representation = { ...toApiKeyResource(issued.record), key: issued.secret };
@@ -161,7 +166,12 @@ export function registerApiKeyRoutes(
       },
     },
     async function revokeApiKey(request, reply) {
-      await apiKeys.revokeApiKey(callerOf(request), request.params.id, ifMatchCondition(request));
+      await apiKeys.revokeApiKey(
+        callerOf(request),
+        request.params.id,
+        requestOrigin(request),
+        ifMatchCondition(request),
+      );
       return reply.code(204).send(null);
     },
   );
@@ -196,6 +206,7 @@ export function registerApiKeyRoutes(
         callerOf(request),
         request.params.id,
         seconds * 1000,
+        requestOrigin(request),
         ifMatchCondition(request),
       );
       reply.header('cache-control', 'no-store');

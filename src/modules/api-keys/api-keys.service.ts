@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { type ChangeOrigin, SYSTEM_ORIGIN, apiKeyEvent } from '../changes.js';
 import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../clock.js';
 import { type VersionCondition, anyVersion, updateConditionally } from '../conditional-writes.js';
@@ -76,7 +77,11 @@ export class ApiKeysService {
     private readonly deps: { store: Store; clock: Clock; authenticator: ApiKeyAuthenticator },
   ) {}
 
-  async createApiKey(caller: KeyCaller, input: NewApiKey): Promise<IssuedApiKey> {
+  async createApiKey(
+    caller: KeyCaller,
+    input: NewApiKey,
+    origin: ChangeOrigin,
+  ): Promise<IssuedApiKey> {
     const now = this.deps.clock.now();
     if (input.expiresAt !== null && input.expiresAt <= now) {
       throw invalid([{ pointer: '/expires_at', detail: 'must be in the future' }]);
@@ -89,7 +94,9 @@ export class ApiKeysService {
       applications: input.applications === null ? null : [...input.applications],
       expiresAt: input.expiresAt,
     };
-    await this.deps.store.apiKeys.insertApiKey(record);
+    await this.deps.store.apiKeys.insertApiKey(record, [
+      apiKeyEvent('api_key.created', origin, now, null, record),
+    ]);
     this.deps.authenticator.forgetDigest(record.secretDigest);
     return { record, secret };
   }
@@ -152,6 +159,7 @@ export class ApiKeysService {
   async revokeApiKey(
     caller: KeyCaller,
     id: string,
+    origin: ChangeOrigin,
     condition: VersionCondition = anyVersion,
   ): Promise<ApiKeyRecord> {
     const now = this.deps.clock.now();
@@ -163,7 +171,10 @@ export class ApiKeysService {
         assertWithinCaller(caller, current, 'revoke');
         return current.revokedAt === null ? { ...current, revokedAt: now, updatedAt: now } : null;
       },
-      save: (next) => this.deps.store.apiKeys.revokeApiKey(id, next.revokedAt!),
+      save: (next, _expected, current) =>
+        this.deps.store.apiKeys.revokeApiKey(id, next.revokedAt!, [
+          apiKeyEvent('api_key.revoked', origin, now, current, next),
+        ]),
     });
     this.deps.authenticator.forgetKey(id);
     return withoutVersion(revoked);
@@ -179,6 +190,7 @@ export class ApiKeysService {
     caller: KeyCaller,
     id: string,
     previousValidForMs: number,
+    origin: ChangeOrigin,
     condition: VersionCondition = anyVersion,
   ): Promise<IssuedApiKey> {
     const secret = generateSecret();
@@ -207,13 +219,17 @@ export class ApiKeysService {
           updatedAt: now,
         };
       },
-      save: (next) =>
-        this.deps.store.apiKeys.rotateApiKeySecret(id, {
-          expectedDigest: next.previousSecretDigest!,
-          secretDigest: next.secretDigest,
-          previousExpiresAt: next.previousExpiresAt!,
-          updatedAt: next.updatedAt,
-        }),
+      save: (next, _expected, current) =>
+        this.deps.store.apiKeys.rotateApiKeySecret(
+          id,
+          {
+            expectedDigest: next.previousSecretDigest!,
+            secretDigest: next.secretDigest,
+            previousExpiresAt: next.previousExpiresAt!,
+            updatedAt: next.updatedAt,
+          },
+          [apiKeyEvent('api_key.rotated', origin, next.updatedAt, current, next)],
+        ),
     });
     this.deps.authenticator.forgetKey(id);
     this.deps.authenticator.forgetDigest(rotated.secretDigest);
@@ -246,7 +262,9 @@ export class ApiKeysService {
     if (key === undefined) {
       const created = allRolesKey('bootstrap (IAM_BOOTSTRAP_API_KEY)', digest, now);
       try {
-        await store.apiKeys.insertApiKey(created);
+        await store.apiKeys.insertApiKey(created, [
+          apiKeyEvent('api_key.created', SYSTEM_ORIGIN, now, null, created),
+        ]);
         outcome = 'created';
       } catch (error) {
         // Another instance starting at the same moment created it: the digest is unique.
@@ -260,18 +278,30 @@ export class ApiKeysService {
       key.applications !== null ||
       key.expiresAt !== null
     ) {
-      await store.apiKeys.updateApiKeyGrants(key.id, {
-        roles: [...ROLES],
-        applications: null,
-        updatedAt: now,
-      });
+      const grants = { roles: [...ROLES], applications: null, updatedAt: now };
+      await store.apiKeys.updateApiKeyGrants(key.id, grants, [
+        apiKeyEvent('api_key.updated', SYSTEM_ORIGIN, now, key, {
+          ...key,
+          ...grants,
+          expiresAt: null,
+        }),
+      ]);
       this.deps.authenticator.forgetKey(key.id);
       outcome = 'updated';
     }
     const previous = await store.settings.findSetting(BOOTSTRAP_KEY_SETTING);
     let revokedPrevious = false;
     if (previous !== undefined && previous !== key.id) {
-      revokedPrevious = await store.apiKeys.revokeApiKey(previous, now);
+      const before = await store.apiKeys.findApiKey(previous);
+      revokedPrevious =
+        before !== undefined &&
+        (await store.apiKeys.revokeApiKey(previous, now, [
+          apiKeyEvent('api_key.revoked', SYSTEM_ORIGIN, now, before, {
+            ...before,
+            revokedAt: now,
+            updatedAt: now,
+          }),
+        ]));
       this.deps.authenticator.forgetKey(previous);
     }
     if (previous !== key.id) await store.settings.putSetting(BOOTSTRAP_KEY_SETTING, key.id);
@@ -288,8 +318,10 @@ export class ApiKeysService {
    * null when a key exists (another instance issued one first).
    */
   async issueFirstKey(secret: string): Promise<ApiKeyRecord | null> {
-    const record = allRolesKey('admin (first start)', digestSecret(secret), this.deps.clock.now());
-    return (await this.deps.store.apiKeys.insertFirstApiKey(record)) ? record : null;
+    const now = this.deps.clock.now();
+    const record = allRolesKey('admin (first start)', digestSecret(secret), now);
+    const events = [apiKeyEvent('api_key.created', SYSTEM_ORIGIN, now, null, record)];
+    return (await this.deps.store.apiKeys.insertFirstApiKey(record, events)) ? record : null;
   }
 
   private async findVisible(caller: KeyCaller, id: string): Promise<ApiKeyRecord | undefined> {

@@ -27,6 +27,7 @@ import {
   toApplicationResource,
 } from './applications.schemas.js';
 import type { ApplicationsService } from './applications.service.js';
+import { requestOrigin } from '../request-origin.js';
 
 const tags = ['applications'];
 const CURSOR_SCOPE = 'applications';
@@ -72,7 +73,10 @@ export function registerApplicationRoutes(
     },
     async function createApplication(request, reply) {
       assertApplicationAllowed(request, request.body.client_id);
-      const application = await applications.createApplication(request.body);
+      const application = await applications.createApplication(
+        request.body,
+        requestOrigin(request),
+      );
       reply.header('location', `${requestPath(request)}/${application.clientId}`);
       return sendApplication(request, reply, application, 201);
     },
@@ -162,6 +166,7 @@ export function registerApplicationRoutes(
         request.params.client_id,
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendApplication(request, reply, application);
     },
@@ -192,6 +197,7 @@ export function registerApplicationRoutes(
         request.params.client_id,
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendApplication(request, reply, application);
     },
@@ -213,7 +219,11 @@ export function registerApplicationRoutes(
       },
     },
     async function deleteApplication(request, reply) {
-      await applications.deleteApplication(request.params.client_id, ifMatchCondition(request));
+      await applications.deleteApplication(
+        request.params.client_id,
+        ifMatchCondition(request),
+        requestOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

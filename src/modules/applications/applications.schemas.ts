@@ -6,10 +6,11 @@ import {
   PathEcho,
   ReadOnlyEcho,
   StringEnum,
-  Timestamp,
+  ServerTimestamp,
   TrimmedText,
   toTimestamp,
 } from '../../http/schemas.js';
+import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import { Provider } from '../users/provider.schema.js';
 
@@ -61,17 +62,23 @@ export const ScimProvider = Nullable(
   }),
 );
 
-export const Application = Type.Object({
-  client_id: ClientId,
-  display_name: Type.String(),
-  description: Type.String(),
-  mode: Mode,
-  jwt_expiration_in_minutes: JwtExpirationInMinutes,
-  external_token_validation: ExternalTokenValidation,
-  scim_provider: ScimProvider,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Application = named(
+  'Application',
+  Type.Object(
+    {
+      client_id: ClientId,
+      display_name: Type.String(),
+      description: Type.String(),
+      mode: Mode,
+      jwt_expiration_in_minutes: JwtExpirationInMinutes,
+      external_token_validation: ExternalTokenValidation,
+      scim_provider: ScimProvider,
+      created_at: ServerTimestamp,
+      updated_at: ServerTimestamp,
+    },
+    { description: 'A client system registered with Tessera; its users belong to it.' },
+  ),
+);
 export type Application = Static<typeof Application>;
 
 const commonFields = {
@@ -85,40 +92,73 @@ const commonFields = {
   updated_at: Type.Optional(ReadOnlyEcho),
 };
 
-export const CreateApplicationBody = Type.Object(
-  { client_id: ClientId, ...commonFields },
-  { additionalProperties: false },
+/** What the OpenAPI document offers to send: it succeeds against an empty store. */
+export const APPLICATION_EXAMPLE = {
+  client_id: 'billing-web',
+  display_name: 'Billing',
+  description: 'Invoices and payments for our customers',
+  mode: 'external',
+  jwt_expiration_in_minutes: 60,
+  external_token_validation: {
+    google_oauth2: {
+      issuer: 'https://accounts.google.com',
+      jwks_uri: 'https://www.googleapis.com/oauth2/v3/certs',
+      audience: '123456789012-web.apps.googleusercontent.com',
+      algorithms: ['RS256'],
+    },
+  },
+  scim_provider: 'okta_scim',
+} as const;
+
+const { client_id: _clientId, ...APPLICATION_CHANGES } = APPLICATION_EXAMPLE;
+
+export const CreateApplicationBody = named(
+  'ApplicationCreate',
+  Type.Object(
+    { client_id: ClientId, ...commonFields },
+    { additionalProperties: false, examples: [APPLICATION_EXAMPLE] },
+  ),
 );
 export type CreateApplicationBody = Static<typeof CreateApplicationBody>;
 
-export const ReplaceApplicationBody = Type.Object(
-  {
-    client_id: Type.Optional(PathEcho),
-    ...commonFields,
-  },
-  { additionalProperties: false },
+export const ReplaceApplicationBody = named(
+  'ApplicationReplace',
+  Type.Object(
+    {
+      client_id: Type.Optional(PathEcho),
+      ...commonFields,
+    },
+    {
+      additionalProperties: false,
+      examples: [{ ...APPLICATION_CHANGES, description: 'Invoices, payments and refunds' }],
+    },
+  ),
 );
 export type ReplaceApplicationBody = Static<typeof ReplaceApplicationBody>;
 
-export const PatchApplicationBody = Type.Object(
-  {
-    client_id: Type.Optional(PathEcho),
-    display_name: Type.Optional(DisplayName),
-    description: Type.Optional(Description),
-    mode: Type.Optional(Nullable(Mode)),
-    jwt_expiration_in_minutes: Type.Optional(Nullable(JwtExpirationInMinutes)),
-    external_token_validation: Type.Optional(ExternalTokenValidation),
-    scim_provider: Type.Optional(ScimProvider),
-    created_at: Type.Optional(ReadOnlyEcho),
-    updated_at: Type.Optional(ReadOnlyEcho),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, ' +
-      'external_token_validation and scim_provider to their defaults; members without a ' +
-      'default cannot be null.',
-  },
+export const PatchApplicationBody = named(
+  'ApplicationPatch',
+  Type.Object(
+    {
+      client_id: Type.Optional(PathEcho),
+      display_name: Type.Optional(DisplayName),
+      description: Type.Optional(Description),
+      mode: Type.Optional(Nullable(Mode)),
+      jwt_expiration_in_minutes: Type.Optional(Nullable(JwtExpirationInMinutes)),
+      external_token_validation: Type.Optional(ExternalTokenValidation),
+      scim_provider: Type.Optional(ScimProvider),
+      created_at: Type.Optional(ReadOnlyEcho),
+      updated_at: Type.Optional(ReadOnlyEcho),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, ' +
+        'external_token_validation and scim_provider to their defaults; members without a ' +
+        'default cannot be null.',
+      examples: [{ display_name: 'Billing and refunds', jwt_expiration_in_minutes: 30 }],
+    },
+  ),
 );
 export type PatchApplicationBody = Static<typeof PatchApplicationBody>;
 

@@ -10,6 +10,7 @@ import { invalid, problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { ApplicationRecord, Store } from '../../store/store.js';
 import { applyMergePatch } from '../merge-patch.js';
+import { type ChangeOrigin, applicationEvents } from '../changes.js';
 import {
   type CreateApplicationBody,
   EXTERNAL_TOKEN_VALIDATION_MAX_BYTES,
@@ -40,7 +41,10 @@ export class ApplicationsService {
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
-  async createApplication(body: CreateApplicationBody): Promise<ApplicationRecord> {
+  async createApplication(
+    body: CreateApplicationBody,
+    origin: ChangeOrigin,
+  ): Promise<ApplicationRecord> {
     const now = this.deps.clock.now();
     const application: ApplicationRecord = {
       clientId: body.client_id,
@@ -50,7 +54,10 @@ export class ApplicationsService {
       etag: newVersion(),
     };
     try {
-      await this.deps.store.applications.insertApplication(application);
+      await this.deps.store.applications.insertApplication(
+        application,
+        applicationEvents(origin, now, null, application),
+      );
     } catch (error) {
       if (error instanceof DuplicateError) {
         throw problem(
@@ -69,14 +76,18 @@ export class ApplicationsService {
     return application;
   }
 
-  /** Up to `limit` applications after `after`, in client_id order; `visible`: the caller's restriction. */
+  /**
+   * Up to `limit` applications after `after`, in client_id order; `visible`: the caller's
+   * restriction; `prefix`: only client_ids that start with it.
+   */
   listApplications(options: {
     visible: readonly string[] | null;
     after: string | null;
     limit: number;
+    prefix?: string | null;
   }): Promise<ApplicationRecord[]> {
     return this.deps.store.applications.listApplications(
-      { clientIds: options.visible },
+      { clientIds: options.visible, clientIdPrefix: options.prefix ?? null },
       { after: options.after, limit: options.limit },
     );
   }
@@ -89,19 +100,21 @@ export class ApplicationsService {
     clientId: string,
     body: ReplaceApplicationBody,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<ApplicationRecord> {
     assertSameClientId(clientId, body.client_id);
     const fields = checkedFields(body);
-    return this.update(clientId, condition, () => fields);
+    return this.update(clientId, condition, origin, () => fields);
   }
 
   patchApplication(
     clientId: string,
     patch: PatchApplicationBody,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<ApplicationRecord> {
     assertSameClientId(clientId, patch.client_id);
-    return this.update(clientId, condition, (current) => {
+    return this.update(clientId, condition, origin, (current) => {
       const externalTokenValidation =
         patch.external_token_validation === undefined
           ? current.externalTokenValidation
@@ -129,14 +142,23 @@ export class ApplicationsService {
     });
   }
 
-  deleteApplication(clientId: string, condition: VersionCondition): Promise<void> {
+  /** Deletes the application and its users; one application.deleted event records both. */
+  deleteApplication(
+    clientId: string,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<void> {
     return this.#writes.run(clientId, () =>
       deleteConditionally({
         load: () => this.deps.store.applications.findApplication(clientId),
         notFound: () => applicationNotFound(clientId),
         condition,
         remove: (current) =>
-          this.deps.store.applications.deleteApplicationCascade(clientId, current.etag),
+          this.deps.store.applications.deleteApplicationCascade(
+            clientId,
+            current.etag,
+            applicationEvents(origin, this.deps.clock.now(), current, null),
+          ),
       }),
     );
   }
@@ -144,14 +166,16 @@ export class ApplicationsService {
   private update(
     clientId: string,
     condition: VersionCondition,
+    origin: ChangeOrigin,
     fieldsFor: (current: ApplicationRecord) => ApplicationFields,
   ): Promise<ApplicationRecord> {
-    return this.#writes.run(clientId, () => this.updateNow(clientId, condition, fieldsFor));
+    return this.#writes.run(clientId, () => this.updateNow(clientId, condition, origin, fieldsFor));
   }
 
   private updateNow(
     clientId: string,
     condition: VersionCondition,
+    origin: ChangeOrigin,
     fieldsFor: (current: ApplicationRecord) => ApplicationFields,
   ): Promise<ApplicationRecord> {
     return updateConditionally({
@@ -163,7 +187,12 @@ export class ApplicationsService {
         if (sameFields(current, fields)) return null;
         return { ...current, ...fields, updatedAt: this.deps.clock.now(), etag: newVersion() };
       },
-      save: (next, expected) => this.deps.store.applications.replaceApplication(next, expected),
+      save: (next, expected, current) =>
+        this.deps.store.applications.replaceApplication(
+          next,
+          expected,
+          applicationEvents(origin, next.updatedAt, current, next),
+        ),
     });
   }
 }

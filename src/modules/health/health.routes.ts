@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { Type } from 'typebox';
+import { named } from '../../http/openapi.js';
+import { noSecurity, unreadableRequestResponse } from '../../http/schemas.js';
 import { ProblemSchema } from '../../problems.js';
 import { StoreUnavailableError } from '../../store/errors.js';
 import type { Store } from '../../store/store.js';
 
-const Status = Type.Object({ status: Type.String() });
+const Status = named('HealthStatus', Type.Object({ status: Type.String() }));
 
 export function registerHealthRoutes(
   app: FastifyInstance,
@@ -16,8 +18,10 @@ export function registerHealthRoutes(
     {
       schema: {
         tags: ['operations'],
+        operationId: 'getLiveness',
         summary: 'Liveness: the process is up',
-        response: { 200: Status },
+        security: noSecurity,
+        response: { 200: Status, ...unreadableRequestResponse },
       },
     },
     async function reportLiveness() {
@@ -30,10 +34,16 @@ export function registerHealthRoutes(
     {
       schema: {
         tags: ['operations'],
+        operationId: 'getReadiness',
         summary: 'Readiness: the store answers',
+        security: noSecurity,
         response: {
           200: Status,
-          503: { content: { 'application/problem+json': { schema: ProblemSchema } } },
+          ...unreadableRequestResponse,
+          503: {
+            description: 'Not ready: the store does not answer (Retry-After)',
+            content: { 'application/problem+json': { schema: ProblemSchema } },
+          },
         },
       },
     },
@@ -55,8 +65,11 @@ export function registerHealthRoutes(
     {
       schema: {
         tags: ['operations'],
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics',
+        security: noSecurity,
         response: {
+          ...unreadableRequestResponse,
           200: {
             description: 'Prometheus text exposition format',
             content: { 'text/plain': { schema: Type.String() } },

@@ -1,5 +1,6 @@
 // SCIM Groups at /scim/v2/<client_id>/Groups: the application's roles (scim-groups.service.ts).
 
+import { scimOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CursorCodec } from '../../http/pagination.js';
@@ -16,7 +17,8 @@ import {
   ProjectionQuery,
   ResourceParams,
   SCIM_MEDIA_TYPE,
-  ScimBody,
+  ScimGroupBody,
+  ScimGroupPatchBody,
   ScimParams,
   ScimResponse,
   scimErrors,
@@ -72,6 +74,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'listScimGroups',
         summary: 'List or filter groups (roles)',
         security: scimSecurity,
         params: ScimParams,
@@ -119,11 +122,12 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'createScimGroup',
         summary: 'Create a group (a role); members get the role',
         security: scimSecurity,
         params: ScimParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupBody,
         response: {
           201: ScimResponse('The group', ['location', 'etag']),
           ...scimErrors(409, 413, 415),
@@ -132,7 +136,11 @@ export function registerScimGroupRoutes(
     },
     async function createScimGroup(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      const group = await groups.createGroup(scope, groupChangesFrom(request.body));
+      const group = await groups.createGroup(
+        scope,
+        groupChangesFrom(request.body),
+        scimOrigin(request),
+      );
       return sendGroup(request, reply, scope, group, 201);
     },
   );
@@ -143,6 +151,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'getScimGroup',
         summary: 'Get a group',
         security: scimSecurity,
         params: ResourceParams,
@@ -166,11 +175,12 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'replaceScimGroup',
         summary: 'Replace a group: its name and every member',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupBody,
         response: { 200: ScimResponse('The group', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -182,6 +192,7 @@ export function registerScimGroupRoutes(
         request.params.id,
         changes,
         ifMatchCondition(request),
+        scimOrigin(request),
       );
       return sendGroup(request, reply, scope, group);
     },
@@ -193,13 +204,14 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'patchScimGroup',
         summary: 'Change a group (PatchOp): rename it, add or remove members',
         description:
           'Answers 204 (with ETag), or 200 with the group when attributes or excludedAttributes is given.',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimGroupPatchBody,
         response: {
           200: ScimResponse('The group', ['etag']),
           204: { description: 'Changed', type: 'null', headers: { etag: { type: 'string' } } },
@@ -217,6 +229,7 @@ export function registerScimGroupRoutes(
         request.params.id,
         changes,
         ifMatchCondition(request),
+        scimOrigin(request),
       );
       if (
         request.query.attributes !== undefined ||
@@ -235,6 +248,7 @@ export function registerScimGroupRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'deleteScimGroup',
         summary: 'Delete a group: its members lose the role',
         security: scimSecurity,
         params: ResourceParams,
@@ -243,7 +257,12 @@ export function registerScimGroupRoutes(
     },
     async function deleteScimGroup(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      await groups.deleteGroup(scope, request.params.id, ifMatchCondition(request));
+      await groups.deleteGroup(
+        scope,
+        request.params.id,
+        ifMatchCondition(request),
+        scimOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
-import type { GroupRecord, Store, UserChange, UserRecord } from '../../store/store.js';
+import type { GroupRecord, NewEvent, Store, UserChange, UserRecord } from '../../store/store.js';
+import { type ChangeOrigin, userEvents } from '../changes.js';
 import {
   type VersionCondition,
   deleteConditionally,
@@ -31,7 +32,20 @@ const GROUP_DEFINITIONS = [...COMMON_ATTRIBUTES, ...GROUP_ATTRIBUTES];
 type GroupState = GroupRecord & { memberChanges?: UserChange[] };
 
 export class ScimGroupsService {
+  /** The user each member change was computed from, for its user.updated event. */
+  readonly #before = new WeakMap<UserRecord, UserRecord>();
+
   constructor(private readonly deps: { store: Store; users: UsersService; clock: Clock }) {}
+
+  /**
+   * A group is one of the application's roles: a group write is recorded as the user.updated
+   * events of the members whose roles it changes.
+   */
+  private memberEvents(origin: ChangeOrigin, members: readonly UserChange[]): NewEvent[] {
+    return members.flatMap((change) =>
+      userEvents(origin, change.next.updatedAt, this.#before.get(change.next)!, change.next),
+    );
+  }
 
   /** Every group of the application matching `filter`, ordered by id. */
   async listGroups(
@@ -83,6 +97,7 @@ export class ScimGroupsService {
   async createGroup(
     scope: ScimScope,
     changes: Required<Pick<GroupChanges, 'displayName' | 'externalId'>> & GroupChanges,
+    origin: ChangeOrigin,
   ) {
     const now = this.deps.clock.now();
     const group: GroupRecord = {
@@ -103,7 +118,8 @@ export class ScimGroupsService {
         [],
       );
       try {
-        if (await this.deps.store.groups.insertGroup(group, members)) return group;
+        const events = this.memberEvents(origin, members);
+        if (await this.deps.store.groups.insertGroup(group, members, events)) return group;
       } catch (error) {
         if (error instanceof DuplicateError) throw duplicateName(group.displayName);
         throw error;
@@ -118,6 +134,7 @@ export class ScimGroupsService {
     id: string,
     changes: GroupChanges,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<GroupRecord> {
     const clientId = scope.application.clientId;
     return updateConditionally<GroupState>({
@@ -149,7 +166,13 @@ export class ScimGroupsService {
       },
       save: async ({ memberChanges, ...next }, expected) => {
         try {
-          return await this.deps.store.groups.replaceGroup(next, expected, memberChanges ?? []);
+          const members = memberChanges ?? [];
+          return await this.deps.store.groups.replaceGroup(
+            next,
+            expected,
+            members,
+            this.memberEvents(origin, members),
+          );
         } catch (error) {
           if (error instanceof DuplicateError) throw duplicateName(next.displayName);
           throw error;
@@ -158,7 +181,12 @@ export class ScimGroupsService {
     });
   }
 
-  deleteGroup(scope: ScimScope, id: string, condition: VersionCondition): Promise<void> {
+  deleteGroup(
+    scope: ScimScope,
+    id: string,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<void> {
     const clientId = scope.application.clientId;
     return deleteConditionally({
       load: () => this.deps.store.groups.findGroup(clientId, id),
@@ -169,7 +197,12 @@ export class ScimGroupsService {
         const changes = this.withRoles(members, (roles) =>
           roles.filter((role) => role !== current.displayName),
         );
-        return this.deps.store.groups.deleteGroup(current, current.etag, changes);
+        return this.deps.store.groups.deleteGroup(
+          current,
+          current.etag,
+          changes,
+          this.memberEvents(origin, changes),
+        );
       },
     });
   }
@@ -244,7 +277,10 @@ export class ScimGroupsService {
         );
       }
       const next = this.deps.users.changed(user, { roles });
-      if (next !== null) changes.push({ next, expectedEtag: user.etag });
+      if (next !== null) {
+        this.#before.set(next, user);
+        changes.push({ next, expectedEtag: user.etag });
+      }
     }
     return changes;
   }

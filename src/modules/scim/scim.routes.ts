@@ -1,5 +1,6 @@
 // SCIM 2.0 at /scim/v2/<client_id>: discovery and Users. Groups are in scim-groups.routes.ts.
 
+import { scimOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CursorCodec } from '../../http/pagination.js';
@@ -23,7 +24,8 @@ import {
   ProjectionQuery,
   ResourceParams,
   SCIM_MEDIA_TYPE,
-  ScimBody,
+  ScimUserBody,
+  ScimUserPatchBody,
   ScimParams,
   ScimResponse,
   scimErrors,
@@ -134,13 +136,19 @@ export function registerScimRoutes(
     return sendVersioned(request, reply, user.etag, body, status);
   }
 
-  const discovery = (path: string, summary: string, build: (base: string) => unknown) =>
+  const discovery = (
+    path: string,
+    operationId: string,
+    summary: string,
+    build: (base: string) => unknown,
+  ) =>
     api.get(
       path,
       {
         config: { role: 'users:read' },
         schema: {
           tags,
+          operationId,
           summary,
           security: scimSecurity,
           params: ScimParams,
@@ -152,11 +160,18 @@ export function registerScimRoutes(
         return sendScim(reply, 200, build(baseUrl(request, request.params.client_id)));
       },
     );
-  discovery('/ServiceProviderConfig', 'What this SCIM service supports', serviceProviderConfig);
-  discovery('/ResourceTypes', 'The resource types (User, Group)', (base) =>
+  discovery(
+    '/ServiceProviderConfig',
+    'getScimServiceProviderConfig',
+    'What this SCIM service supports',
+    serviceProviderConfig,
+  );
+  discovery('/ResourceTypes', 'listScimResourceTypes', 'The resource types (User, Group)', (base) =>
     listResponse(resourceTypes(base)),
   );
-  discovery('/Schemas', 'The schemas of User and Group', (base) => listResponse(schemas(base)));
+  discovery('/Schemas', 'listScimSchemas', 'The schemas of User and Group', (base) =>
+    listResponse(schemas(base)),
+  );
 
   api.get(
     '/Users',
@@ -164,6 +179,7 @@ export function registerScimRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'listScimUsers',
         summary: 'List or filter users (index or cursor paging)',
         security: scimSecurity,
         params: ScimParams,
@@ -204,11 +220,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'createScimUser',
         summary: 'Provision a user',
         security: scimSecurity,
         params: ScimParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserBody,
         response: {
           201: ScimResponse('The user', ['location', 'etag']),
           ...scimErrors(409, 413, 415),
@@ -217,7 +234,7 @@ export function registerScimRoutes(
     },
     async function createScimUser(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      const user = await scim.createUser(scope, request.body);
+      const user = await scim.createUser(scope, request.body, scimOrigin(request));
       return sendUser(request, reply, scope, user, 201);
     },
   );
@@ -228,6 +245,7 @@ export function registerScimRoutes(
       config: { role: 'users:read' },
       schema: {
         tags,
+        operationId: 'getScimUser',
         summary: 'Get a user',
         security: scimSecurity,
         params: ResourceParams,
@@ -252,11 +270,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'replaceScimUser',
         summary: 'Replace a user (active left out keeps its value)',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserBody,
         response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -267,6 +286,7 @@ export function registerScimRoutes(
         request.params.id,
         request.body,
         ifMatchCondition(request),
+        scimOrigin(request),
       );
       return sendUser(request, reply, scope, user);
     },
@@ -278,11 +298,12 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'patchScimUser',
         summary: 'Change a user (PatchOp)',
         security: scimSecurity,
         params: ResourceParams,
         querystring: ProjectionQuery,
-        body: ScimBody,
+        body: ScimUserPatchBody,
         response: { 200: ScimResponse('The user', ['etag']), ...scimErrors(409, 412, 413, 415) },
       },
     },
@@ -296,6 +317,7 @@ export function registerScimRoutes(
         operations,
         ifMatchCondition(request),
         baseUrl(request, clientId),
+        scimOrigin(request),
       );
       return sendUser(request, reply, scope, user);
     },
@@ -307,6 +329,7 @@ export function registerScimRoutes(
       config: { role: 'users:write' },
       schema: {
         tags,
+        operationId: 'deleteScimUser',
         summary: 'Delete a user',
         security: scimSecurity,
         params: ResourceParams,
@@ -315,7 +338,12 @@ export function registerScimRoutes(
     },
     async function deleteScimUser(request, reply) {
       const scope = await scim.scopeOf(request.params.client_id);
-      await scim.deleteUser(scope, request.params.id, ifMatchCondition(request));
+      await scim.deleteUser(
+        scope,
+        request.params.id,
+        ifMatchCondition(request),
+        scimOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

@@ -4,6 +4,7 @@
 // answers invalidValue / invalidSyntax naming the member at fault.
 
 import { type Static, Type } from 'typebox';
+import { named } from '../../http/openapi.js';
 import { ClientId } from '../applications/applications.schemas.js';
 import { ERROR_SCHEMA } from './scim.catalog.js';
 import { MAX_PAGE_SIZE } from './scim.discovery.js';
@@ -14,16 +15,34 @@ export const ScimParams = Type.Object({ client_id: ClientId }, { additionalPrope
 export type ScimParams = Static<typeof ScimParams>;
 
 export const ResourceParams = Type.Object(
-  { client_id: ClientId, id: Type.String({ minLength: 1, maxLength: 256 }) },
+  {
+    client_id: ClientId,
+    id: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'The `id` Tessera gave the resource.',
+      examples: ['5b2c5a4e-8f3d-4c1b-9a57-2f1e0d6c7b8a'],
+    }),
+  },
   { additionalProperties: false },
 );
 export type ResourceParams = Static<typeof ResourceParams>;
 
 export const ProjectionQuery = Type.Object(
   {
-    attributes: Type.Optional(Type.String({ maxLength: 2048, description: 'Comma-separated.' })),
+    attributes: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description: 'Comma-separated: return only these (and id, schemas).',
+        examples: ['displayName,meta'],
+      }),
+    ),
     excludedAttributes: Type.Optional(
-      Type.String({ maxLength: 2048, description: 'Comma-separated.' }),
+      Type.String({
+        maxLength: 2048,
+        description: 'Comma-separated: return all but these.',
+        examples: ['externalId'],
+      }),
     ),
   },
   { additionalProperties: false },
@@ -33,13 +52,20 @@ export type ProjectionQuery = Static<typeof ProjectionQuery>;
 export const ListQuery = Type.Object(
   {
     ...ProjectionQuery.properties,
-    filter: Type.Optional(Type.String({ maxLength: 4096, description: 'RFC 7644 §3.4.2.2.' })),
+    filter: Type.Optional(
+      Type.String({
+        maxLength: 4096,
+        description: 'RFC 7644 §3.4.2.2.',
+        examples: ['displayName pr'],
+      }),
+    ),
     startIndex: Type.Optional(
-      Type.Integer({ description: '1-based index paging; below 1 counts as 1.' }),
+      Type.Integer({ description: '1-based index paging; below 1 counts as 1.', examples: [1] }),
     ),
     count: Type.Optional(
       Type.Integer({
         description: `Page size; 0–${MAX_PAGE_SIZE} (larger asks get ${MAX_PAGE_SIZE}).`,
+        examples: [10],
       }),
     ),
     cursor: Type.Optional(
@@ -55,24 +81,77 @@ export const ListQuery = Type.Object(
 );
 export type ListQuery = Static<typeof ListQuery>;
 
-/** Any JSON object: SCIM resources and PatchOp messages, read by the SCIM mapping. */
-export const ScimBody = Type.Unsafe<Record<string, unknown>>({
-  type: 'object',
-  additionalProperties: true,
-  description: 'A SCIM resource or PatchOp message.',
+/**
+ * Any JSON object (a SCIM resource or PatchOp message, read by the SCIM mapping), named for the
+ * OpenAPI document with an example that succeeds there.
+ */
+function scimBody(name: string, description: string, example: Record<string, unknown>) {
+  return named(
+    name,
+    Type.Unsafe<Record<string, unknown>>({
+      type: 'object',
+      additionalProperties: true,
+      description,
+      examples: [example],
+    }),
+  );
+}
+
+const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+const PATCH_OP_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+
+export const ScimUserBody = scimBody('ScimUserRequest', 'A SCIM User (RFC 7643 §4.1).', {
+  schemas: [USER_SCHEMA],
+  userName: 'grace@example.com',
+  name: { givenName: 'Grace', familyName: 'Hopper' },
+  emails: [{ primary: true, value: 'grace@example.com', type: 'work' }],
+  locale: 'en-US',
+  externalId: '00u1',
+  active: true,
 });
 
-export const ScimResource = Type.Object(
-  { schemas: Type.Array(Type.String()), id: Type.Optional(Type.String()) },
-  { additionalProperties: true, description: 'A SCIM resource or message (RFC 7643, RFC 7644).' },
+export const ScimUserPatchBody = scimBody(
+  'ScimUserPatchOp',
+  'A SCIM PatchOp message (RFC 7644 §3.5.2) for a User.',
+  { schemas: [PATCH_OP_SCHEMA], Operations: [{ op: 'replace', value: { active: false } }] },
 );
 
-export const ScimErrorBody = Type.Object({
-  schemas: Type.Array(Type.Literal(ERROR_SCHEMA)),
-  status: Type.String({ description: 'The HTTP status, as a string.' }),
-  scimType: Type.Optional(Type.String()),
-  detail: Type.String(),
-});
+export const ScimGroupBody = scimBody(
+  'ScimGroupRequest',
+  'A SCIM Group (RFC 7643 §4.2): its displayName is a role name.',
+  { schemas: [GROUP_SCHEMA], displayName: 'billing-admins', members: [] },
+);
+
+export const ScimGroupPatchBody = scimBody(
+  'ScimGroupPatchOp',
+  'A SCIM PatchOp message (RFC 7644 §3.5.2) for a Group.',
+  {
+    schemas: [PATCH_OP_SCHEMA],
+    Operations: [{ op: 'replace', value: { displayName: 'billing-owners' } }],
+  },
+);
+
+export const ScimResource = named(
+  'ScimResource',
+  Type.Object(
+    { schemas: Type.Array(Type.String()), id: Type.Optional(Type.String()) },
+    {
+      additionalProperties: true,
+      description: 'A SCIM resource or message (RFC 7643, RFC 7644).',
+    },
+  ),
+);
+
+export const ScimErrorBody = named(
+  'ScimError',
+  Type.Object({
+    schemas: Type.Array(Type.Literal(ERROR_SCHEMA)),
+    status: Type.String({ description: 'The HTTP status, as a string.' }),
+    scimType: Type.Optional(Type.String()),
+    detail: Type.String(),
+  }),
+);
 
 const errorDescriptions: Record<number, string> = {
   400: 'Bad request (scimType names the problem)',

@@ -1,6 +1,7 @@
 // SCIM Users of an application: the application's users of its SCIM provider. Domain in,
 // domain out: the routes turn records into SCIM representations and errors into SCIM errors.
 
+import type { ChangeOrigin } from '../changes.js';
 import { ProblemError } from '../../problems.js';
 import type { VersionCondition } from '../conditional-writes.js';
 import type {
@@ -85,10 +86,10 @@ export class ScimService {
     return user;
   }
 
-  async createUser(scope: ScimScope, body: Json): Promise<UserRecord> {
+  async createUser(scope: ScimScope, body: Json, origin: ChangeOrigin): Promise<UserRecord> {
     const fields = userFieldsFrom(body);
     await this.assertUserNameFree(scope, fields.identifier, null);
-    return this.deps.users.enrolUser({
+    return this.deps.users.enrolUser(origin, {
       clientId: scope.application.clientId,
       provider: scope.provider,
       identifier: fields.identifier,
@@ -110,11 +111,12 @@ export class ScimService {
     id: string,
     body: Json,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<UserRecord> {
     await this.findUser(scope, id);
     const fields = userFieldsFrom(body);
     await this.assertUserNameFree(scope, fields.identifier, id);
-    return this.deps.users.updateUserById(scope.application.clientId, id, condition, () =>
+    return this.deps.users.updateUserById(scope.application.clientId, id, condition, origin, () =>
       changesOf(fields),
     );
   }
@@ -125,20 +127,30 @@ export class ScimService {
     operations: readonly PatchOperation[],
     condition: VersionCondition,
     base: string,
+    origin: ChangeOrigin,
   ): Promise<UserRecord> {
     const [current, groups] = await Promise.all([this.findUser(scope, id), this.groupsOf(scope)]);
     const patched = (user: UserRecord) =>
       userFieldsFrom(patchUserView(toScimUser(user, groups, base), operations));
     const renamed = patched(current).identifier;
     if (renamed !== current.identifier) await this.assertUserNameFree(scope, renamed, id);
-    return this.deps.users.updateUserById(scope.application.clientId, id, condition, (user) =>
-      changesOf(patched(user)),
+    return this.deps.users.updateUserById(
+      scope.application.clientId,
+      id,
+      condition,
+      origin,
+      (user) => changesOf(patched(user)),
     );
   }
 
-  async deleteUser(scope: ScimScope, id: string, condition: VersionCondition): Promise<void> {
+  async deleteUser(
+    scope: ScimScope,
+    id: string,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<void> {
     await this.findUser(scope, id);
-    await this.deps.users.deleteUserById(scope.application.clientId, id, condition);
+    await this.deps.users.deleteUserById(scope.application.clientId, id, condition, origin);
   }
 
   /** userName is unique per provider regardless of ASCII case (409 uniqueness otherwise). */

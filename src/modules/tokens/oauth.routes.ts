@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AuthFailureLimiter, retryAfterSeconds } from '../../http/auth-failures.js';
 import { assertUncompressed, decodeUtf8Body } from '../../http/content-types.js';
 import { toProblem } from '../../http/error-handler.js';
-import { JsonResponse } from '../../http/schemas.js';
+import { JsonResponse, noSecurity, unreadableRequestResponse } from '../../http/schemas.js';
 import { ProblemError, quoteInput } from '../../problems.js';
 import type { AccessTokens } from './access-tokens.service.js';
 import {
@@ -70,7 +70,8 @@ export function registerOAuthRoutes(
         tags,
         operationId: 'getJwks',
         summary: "The public keys that verify Tessera's access tokens (RFC 7517)",
-        response: { 200: JsonResponse(Jwks, 'JSON Web Key Set') },
+        security: noSecurity,
+        response: { 200: JsonResponse(Jwks, 'JSON Web Key Set'), ...unreadableRequestResponse },
       },
     },
     async function serveJwks(_request, reply) {
@@ -86,7 +87,11 @@ export function registerOAuthRoutes(
         tags,
         operationId: 'getOpenIdConfiguration',
         summary: 'Discovery metadata: issuer, jwks_uri, token_endpoint',
-        response: { 200: JsonResponse(OpenIdConfiguration, 'Server metadata') },
+        security: noSecurity,
+        response: {
+          200: JsonResponse(OpenIdConfiguration, 'Server metadata'),
+          ...unreadableRequestResponse,
+        },
       },
     },
     async function serveDiscovery(_request, reply) {
@@ -139,6 +144,7 @@ export function registerOAuthRoutes(
             "§5.2; 503 `temporarily_unavailable` (with Retry-After) when the provider's keys " +
             'cannot be fetched.',
           consumes: [FORM_MEDIA_TYPE],
+          security: noSecurity,
           body: ExchangeForm,
           response: {
             200: JsonResponse(ExchangedToken, 'The access token'),
@@ -159,6 +165,7 @@ export function registerOAuthRoutes(
       async function exchangeToken(request, reply) {
         const result = await deps.tokenExchange.exchange(
           (request.body ?? {}) as Record<string, string>,
+          request.id,
         );
         reply.header('cache-control', 'no-store');
         return result;

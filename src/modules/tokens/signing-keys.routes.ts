@@ -1,6 +1,7 @@
 // The signing keys under /iam/api/v1, for operators: list them (never a private part) and,
 // when one has leaked, revoke it.
 
+import { requestOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { JsonResponse, NoQuery, apiKeySecurity, problemResponses } from '../../http/schemas.js';
@@ -74,7 +75,10 @@ export function registerSigningKeyRoutes(
           'This API key is restricted to some applications; signing keys serve them all.',
         );
       }
-      const revocation = await deps.signingKeys.revokeSigningKey(request.params.kid);
+      const revocation = await deps.signingKeys.revokeSigningKey(
+        request.params.kid,
+        requestOrigin(request),
+      );
       return {
         revoked: toSigningKeyResource(revocation.revoked),
         active: toSigningKeyResource(revocation.active),

@@ -12,6 +12,7 @@
 // the tokens it signed stop verifying; when it was the one signing, a new key that signs at
 // once is stored first.
 
+import { type ChangeOrigin, SYSTEM_ORIGIN, signingKeyEvent } from '../changes.js';
 import { type KeyObject, createPrivateKey, randomBytes, sign } from 'node:crypto';
 import { type JWK, exportJWK, generateKeyPair } from 'jose';
 import type { Clock } from '../../clock.js';
@@ -188,13 +189,17 @@ export class SigningKeys {
     const keys = await this.#load(true);
     const latest = keys.at(-1);
     if (latest?.algorithm === this.deps.algorithm) return null;
-    return this.#add(latest, { retry: false, immediately: latest === undefined });
+    return this.#add(latest, {
+      retry: false,
+      immediately: latest === undefined,
+      origin: SYSTEM_ORIGIN,
+    });
   }
 
   /** Adds a key of the configured algorithm that starts signing after ACTIVATION_DELAY_MS. */
-  async rotate(): Promise<SigningKeyRecord> {
+  async rotate(origin: ChangeOrigin): Promise<SigningKeyRecord> {
     const keys = await this.#load(true);
-    return this.#addOrFail(keys.at(-1), keys.length === 0);
+    return this.#addOrFail(keys.at(-1), keys.length === 0, origin);
   }
 
   /**
@@ -203,15 +208,20 @@ export class SigningKeys {
    * a new key that signs at once is stored first, so there is always an active key. Revoking
    * a revoked key changes nothing.
    */
-  async revokeSigningKey(kid: string): Promise<SigningKeyRevocation> {
+  async revokeSigningKey(kid: string, origin: ChangeOrigin): Promise<SigningKeyRevocation> {
     const keys = await this.#load(true);
     const index = keys.findIndex((key) => key.kid === kid);
     if (index === -1) throw problem('not-found', `No signing key with kid "${kid}".`);
     const now = this.deps.clock.now();
     let added: SigningKeyRecord | null = null;
-    if (keys[index]!.revokedAt === null) {
-      if (activeIndex(keys, now) === index) added = await this.#addOrFail(keys.at(-1), true);
-      await this.deps.store.signingKeys.revokeSigningKey(kid, now);
+    const key = keys[index]!;
+    if (key.revokedAt === null) {
+      if (activeIndex(keys, now) === index) {
+        added = await this.#addOrFail(keys.at(-1), true, origin);
+      }
+      await this.deps.store.signingKeys.revokeSigningKey(kid, now, [
+        signingKeyEvent('signing_key.revoked', origin, now, key, { ...key, revokedAt: now }),
+      ]);
       this.#signers.delete(kid);
       this.#cache = null;
     }
@@ -279,8 +289,12 @@ export class SigningKeys {
     }
   }
 
-  async #addOrFail(latest: SigningKeyRecord | undefined, immediately: boolean) {
-    const added = await this.#add(latest, { retry: true, immediately });
+  async #addOrFail(
+    latest: SigningKeyRecord | undefined,
+    immediately: boolean,
+    origin: ChangeOrigin,
+  ) {
+    const added = await this.#add(latest, { retry: true, immediately, origin });
     if (added === null) {
       throw new Error(
         'Other processes added signing keys at the same moment, four times in a row; try again.',
@@ -291,7 +305,7 @@ export class SigningKeys {
 
   async #add(
     latest: SigningKeyRecord | undefined,
-    options: { retry: boolean; immediately: boolean },
+    options: { retry: boolean; immediately: boolean; origin: ChangeOrigin },
   ): Promise<SigningKeyRecord | null> {
     // A key added in clear beside sealed ones would undo IAM_SECRET_KEY for every token it signs.
     const stored = await this.#load(false);
@@ -306,7 +320,9 @@ export class SigningKeys {
         activatesAt: options.immediately ? now : now + ACTIVATION_DELAY_MS,
       });
       try {
-        await this.deps.store.signingKeys.insertSigningKey(record);
+        await this.deps.store.signingKeys.insertSigningKey(record, [
+          signingKeyEvent('signing_key.rotated', options.origin, now, null, record),
+        ]);
         this.#cache = null;
         return record;
       } catch (error) {

@@ -74,13 +74,17 @@ export class TokenExchange {
   ) {}
 
   /** Runs the grant; throws OAuthError with the RFC 6749 code for every refusal. */
-  async exchange(parameters: Record<string, string>): Promise<ExchangeResult> {
+  /** `requestId`: the request's id, recorded with the user.registered event of a first login. */
+  async exchange(
+    parameters: Record<string, string>,
+    requestId: string | null = null,
+  ): Promise<ExchangeResult> {
     checkGrantType(parameters);
     const request = checkExchangeParameters(parameters);
     const application = await this.#findClient(request.clientId);
     const evaluation = await this.evaluate(application, request.subjectToken);
     if (evaluation.failure !== null) throw refusal(evaluation.failure);
-    const user = evaluation.existing ?? (await this.#register(application, evaluation));
+    const user = evaluation.existing ?? (await this.#register(application, evaluation, requestId));
     const issued = await this.deps.accessTokens.issue(application, user);
     return {
       access_token: issued.accessToken,
@@ -146,10 +150,17 @@ export class TokenExchange {
   }
 
   /** First login in external mode registers the user; a racing first login finds it. */
-  async #register(application: ApplicationRecord, evaluation: Evaluation): Promise<UserRecord> {
+  async #register(
+    application: ApplicationRecord,
+    evaluation: Evaluation,
+    requestId: string | null,
+  ): Promise<UserRecord> {
     const body = evaluation.registration!;
     try {
-      return await this.deps.users.createUser(application.clientId, body);
+      return await this.deps.users.registerOnFirstLogin(application.clientId, body, {
+        actor: { type: 'token_exchange', id: null },
+        requestId,
+      });
     } catch (error) {
       if (!(error instanceof ProblemError)) throw error;
       if (error.kind === 'conflict') {

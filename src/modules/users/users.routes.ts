@@ -1,4 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { requestOrigin } from '../request-origin.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type CursorCodec, invalidCursor, servePage } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
@@ -24,11 +25,14 @@ import {
   UserPage,
   UserParams,
   toUserResource,
+  userPageJson,
 } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
 import { ApplicationParams } from '../applications/applications.schemas.js';
 
 const tags = ['users'];
+/** What Fastify sends JSON as. */
+const JSON_UTF8 = 'application/json; charset=utf-8';
 const USER_PATH = '/applications/:client_id/users/:provider/:identifier';
 
 function sendUser(request: FastifyRequest, reply: FastifyReply, user: UserRecord, status = 200) {
@@ -90,7 +94,11 @@ export function registerUserRoutes(
       },
     },
     async function createUser(request, reply) {
-      const user = await users.createUser(request.params.client_id, request.body);
+      const user = await users.createUser(
+        request.params.client_id,
+        request.body,
+        requestOrigin(request),
+      );
       const location = `${requestPath(request)}/${encodeURIComponent(user.provider)}/${encodeURIComponent(user.identifier)}`;
       reply.header('location', location);
       return sendUser(request, reply, user, 201);
@@ -126,7 +134,7 @@ export function registerUserRoutes(
         scope: request.query.scope ?? null,
         active: request.query.active ?? null,
       };
-      return servePage({
+      const page = await servePage({
         request,
         reply,
         cursors,
@@ -138,6 +146,7 @@ export function registerUserRoutes(
         count: () => users.countUsers(filter),
         toResource: toUserResource,
       });
+      return reply.type(JSON_UTF8).serializer(userPageJson).send(page);
     },
   );
 
@@ -191,6 +200,7 @@ export function registerUserRoutes(
         identityOf(request.params),
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendUser(request, reply, user);
     },
@@ -221,6 +231,7 @@ export function registerUserRoutes(
         identityOf(request.params),
         request.body,
         ifMatchCondition(request),
+        requestOrigin(request),
       );
       return sendUser(request, reply, user);
     },
@@ -242,7 +253,11 @@ export function registerUserRoutes(
       },
     },
     async function deleteUser(request, reply) {
-      await users.deleteUser(identityOf(request.params), ifMatchCondition(request));
+      await users.deleteUser(
+        identityOf(request.params),
+        ifMatchCondition(request),
+        requestOrigin(request),
+      );
       return reply.code(204).send(null);
     },
   );

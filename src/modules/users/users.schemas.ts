@@ -6,10 +6,11 @@ import {
   PageQueryProperties,
   PathEcho,
   ReadOnlyEcho,
-  Timestamp,
+  ServerTimestamp,
   TrimmedText,
   toTimestamp,
 } from '../../http/schemas.js';
+import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import { ClientId } from '../applications/applications.schemas.js';
 import { Provider } from './provider.schema.js';
@@ -52,6 +53,7 @@ export const UserRole = Type.String({
   maxLength: 64,
   pattern: '^[A-Za-z0-9._:-]*$',
   [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ : -',
+  examples: ['admin'],
 });
 
 export const Scope = Type.String({
@@ -66,6 +68,7 @@ export const Roles = Type.Array(UserRole, { maxItems: 100, uniqueItems: true });
 export const Scopes = Type.Array(Scope, { maxItems: 100, uniqueItems: true });
 
 export const UserId = Type.String({
+  readOnly: true,
   description: "Read-only: the user's immutable id, kept when its identifier is renamed (SCIM).",
   examples: ['5b2c5a4e-8f3d-4c1b-9a57-2f1e0d6c7b8a'],
 });
@@ -76,20 +79,26 @@ export const Active = Type.Boolean({
     'leaves it out keeps the stored value.',
 });
 
-export const User = Type.Object({
-  id: UserId,
-  identifier: Identifier,
-  provider: Provider,
-  name: Type.String(),
-  avatar: Nullable(Type.String()),
-  email: Type.String(),
-  locale: Type.String(),
-  roles: Type.Array(Type.String()),
-  scopes: Type.Array(Type.String()),
-  active: Active,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const User = named(
+  'User',
+  Type.Object(
+    {
+      id: UserId,
+      identifier: Identifier,
+      provider: Provider,
+      name: Type.String(),
+      avatar: Nullable(Type.String()),
+      email: Type.String(),
+      locale: Type.String(),
+      roles: Type.Array(Type.String()),
+      scopes: Type.Array(Type.String()),
+      active: Active,
+      created_at: ServerTimestamp,
+      updated_at: ServerTimestamp,
+    },
+    { description: "One of an application's users, identified by (provider, identifier)." },
+  ),
+);
 export type User = Static<typeof User>;
 
 const commonFields = {
@@ -106,40 +115,68 @@ const commonFields = {
   updated_at: Type.Optional(ReadOnlyEcho),
 };
 
-export const CreateUserBody = Type.Object(
-  { identifier: Identifier, provider: Provider, ...commonFields },
-  { additionalProperties: false },
+/** What the OpenAPI document offers to send: it succeeds once the example application exists. */
+export const USER_EXAMPLE = {
+  provider: 'google_oauth2',
+  identifier: '108234823498234',
+  name: 'Ada Lovelace',
+  avatar: 'https://example.com/avatars/ada.png',
+  email: 'ada@example.com',
+  locale: 'en-GB',
+  roles: ['admin'],
+  scopes: ['org:acme'],
+  active: true,
+} as const;
+
+const { provider: _provider, identifier: _identifier, ...USER_CHANGES } = USER_EXAMPLE;
+
+export const CreateUserBody = named(
+  'UserCreate',
+  Type.Object(
+    { identifier: Identifier, provider: Provider, ...commonFields },
+    { additionalProperties: false, examples: [USER_EXAMPLE] },
+  ),
 );
 export type CreateUserBody = Static<typeof CreateUserBody>;
 
-export const ReplaceUserBody = Type.Object(
-  { identifier: Type.Optional(PathEcho), provider: Type.Optional(PathEcho), ...commonFields },
-  { additionalProperties: false },
+export const ReplaceUserBody = named(
+  'UserReplace',
+  Type.Object(
+    { identifier: Type.Optional(PathEcho), provider: Type.Optional(PathEcho), ...commonFields },
+    {
+      additionalProperties: false,
+      examples: [{ ...USER_CHANGES, roles: ['admin', 'billing'], scopes: ['org:acme'] }],
+    },
+  ),
 );
 export type ReplaceUserBody = Static<typeof ReplaceUserBody>;
 
-export const PatchUserBody = Type.Object(
-  {
-    id: Type.Optional(ReadOnlyEcho),
-    identifier: Type.Optional(PathEcho),
-    provider: Type.Optional(PathEcho),
-    client_id: Type.Optional(PathEcho),
-    name: Type.Optional(UserName),
-    avatar: Type.Optional(Nullable(Avatar)),
-    email: Type.Optional(Email),
-    locale: Type.Optional(Locale),
-    roles: Type.Optional(Roles),
-    scopes: Type.Optional(Scopes),
-    active: Type.Optional(Nullable(Active)),
-    created_at: Type.Optional(ReadOnlyEcho),
-    updated_at: Type.Optional(ReadOnlyEcho),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'JSON Merge Patch (RFC 7396): `null` resets avatar (to null) and active (to true) to ' +
-      'their defaults; members without a default cannot be null.',
-  },
+export const PatchUserBody = named(
+  'UserPatch',
+  Type.Object(
+    {
+      id: Type.Optional(ReadOnlyEcho),
+      identifier: Type.Optional(PathEcho),
+      provider: Type.Optional(PathEcho),
+      client_id: Type.Optional(PathEcho),
+      name: Type.Optional(UserName),
+      avatar: Type.Optional(Nullable(Avatar)),
+      email: Type.Optional(Email),
+      locale: Type.Optional(Locale),
+      roles: Type.Optional(Roles),
+      scopes: Type.Optional(Scopes),
+      active: Type.Optional(Nullable(Active)),
+      created_at: Type.Optional(ReadOnlyEcho),
+      updated_at: Type.Optional(ReadOnlyEcho),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'JSON Merge Patch (RFC 7396): `null` resets avatar (to null) and active (to true) to ' +
+        'their defaults; members without a default cannot be null.',
+      examples: [{ name: 'Ada King', locale: 'en' }],
+    },
+  ),
 );
 export type PatchUserBody = Static<typeof PatchUserBody>;
 
@@ -160,17 +197,33 @@ export const ListUsersQuery = Type.Object(
         [RULE_KEYWORD]:
           'an e-mail address (send "+" as %2B: a bare + in a query string is a space)',
         description: 'Exact, case-insensitive.',
+        examples: ['ada@example.com'],
       }),
     ),
     role: Type.Optional(UserRole),
     scope: Type.Optional(Scope),
-    active: Type.Optional(Type.Boolean({ description: 'Only active (true) or inactive users.' })),
+    active: Type.Optional(
+      Type.Boolean({ description: 'Only active (true) or inactive users.', examples: [true] }),
+    ),
   },
   { additionalProperties: false },
 );
 export type ListUsersQuery = Static<typeof ListUsersQuery>;
 
 export const UserPage = Page(User);
+export type UserPage = Static<typeof UserPage>;
+
+/**
+ * The JSON of a page of users, byte for byte what the UserPage schema's serializer
+ * (fast-json-stringify) writes: the page and its items are built member by member in the
+ * schema's order (servePage, toUserResource), so there is nothing to drop or coerce, and
+ * V8's JSON.stringify writes the same text. It costs about a fifth less, and its one flat
+ * string goes to the socket without first being flattened from thousands of pieces.
+ * A property test holds the two equal.
+ */
+export function userPageJson(page: UserPage): string {
+  return JSON.stringify(page);
+}
 
 /** The representation of a stored record (timestamps as RFC 3339). */
 export function toUserResource(user: UserRecord): User {

@@ -19,6 +19,7 @@ import type {
   UserRecord,
 } from '../../store/store.js';
 import { applicationNotFound } from '../applications/applications.service.js';
+import { type ChangeOrigin, userEvents } from '../changes.js';
 import type { CreateUserBody, PatchUserBody, ReplaceUserBody } from './users.schemas.js';
 
 type UserFields = Pick<UserRecord, 'name' | 'avatar' | 'email' | 'locale' | 'roles' | 'scopes'>;
@@ -37,9 +38,9 @@ export class UsersService {
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
-  createUser(clientId: string, body: CreateUserBody): Promise<UserRecord> {
+  createUser(clientId: string, body: CreateUserBody, origin: ChangeOrigin): Promise<UserRecord> {
     assertIdentityEchoes({ clientId, provider: body.provider, identifier: body.identifier }, body);
-    return this.enrolUser({
+    return this.enrolUser(origin, {
       clientId,
       provider: body.provider,
       identifier: body.identifier,
@@ -49,8 +50,31 @@ export class UsersService {
     });
   }
 
+  /**
+   * First login registers the user (an outside token in external mode): user.registered.
+   * 409 when the identity is taken meanwhile, 404 without the application.
+   */
+  registerOnFirstLogin(clientId: string, body: CreateUserBody, origin: ChangeOrigin) {
+    return this.enrolUser(
+      origin,
+      {
+        clientId,
+        provider: body.provider,
+        identifier: body.identifier,
+        ...fieldsOf(body),
+        active: true,
+        externalId: null,
+      },
+      'user.registered',
+    );
+  }
+
   /** Enrols a user with a new id; 409 for a taken identity, 404 without the application. */
-  async enrolUser(fields: NewUser): Promise<UserRecord> {
+  async enrolUser(
+    origin: ChangeOrigin,
+    fields: NewUser,
+    eventType = 'user.created',
+  ): Promise<UserRecord> {
     const now = this.deps.clock.now();
     const user: UserRecord = {
       ...fields,
@@ -60,7 +84,7 @@ export class UsersService {
       etag: newVersion(),
     };
     try {
-      await this.deps.store.users.insertUser(user);
+      await this.deps.store.users.insertUser(user, userEvents(origin, now, null, user, eventType));
     } catch (error) {
       if (error instanceof DuplicateError) throw duplicateIdentity(user);
       if (error instanceof MissingParentError) throw applicationNotFound(user.clientId);
@@ -99,6 +123,7 @@ export class UsersService {
     clientId: string,
     id: string,
     condition: VersionCondition,
+    origin: ChangeOrigin,
     change: (current: UserRecord) => UserChanges | null,
   ): Promise<UserRecord> {
     return this.#writes.run(JSON.stringify([clientId, '#id', id]), async () => {
@@ -108,7 +133,12 @@ export class UsersService {
           notFound: () => userIdNotFound(clientId, id),
           condition,
           change: (current) => this.changed(current, change(current)),
-          save: (next, expected) => this.deps.store.users.replaceUser(next, expected),
+          save: (next, expected, current) =>
+            this.deps.store.users.replaceUser(
+              next,
+              expected,
+              userEvents(origin, next.updatedAt, current, next),
+            ),
         });
       } catch (error) {
         if (error instanceof DuplicateError) {
@@ -122,13 +152,23 @@ export class UsersService {
     });
   }
 
-  deleteUserById(clientId: string, id: string, condition: VersionCondition): Promise<void> {
+  deleteUserById(
+    clientId: string,
+    id: string,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<void> {
     return this.#writes.run(JSON.stringify([clientId, '#id', id]), () =>
       deleteConditionally({
         load: () => this.deps.store.users.findUserById(clientId, id),
         notFound: () => userIdNotFound(clientId, id),
         condition,
-        remove: (current) => this.deps.store.users.deleteUser(current, current.etag),
+        remove: (current) =>
+          this.deps.store.users.deleteUser(
+            current,
+            current.etag,
+            userEvents(origin, this.deps.clock.now(), current, null),
+          ),
       }),
     );
   }
@@ -167,6 +207,7 @@ export class UsersService {
     identity: UserIdentity,
     body: ReplaceUserBody,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<UserRecord> {
     assertIdentityEchoes(identity, body);
     // A PUT that leaves `active` out keeps it: a client that predates the member must not
@@ -175,16 +216,17 @@ export class UsersService {
       ...fieldsOf(body),
       ...(body.active === undefined ? {} : { active: body.active }),
     };
-    return this.update(identity, condition, () => fields);
+    return this.update(identity, condition, origin, () => fields);
   }
 
   patchUser(
     identity: UserIdentity,
     patch: PatchUserBody,
     condition: VersionCondition,
+    origin: ChangeOrigin,
   ): Promise<UserRecord> {
     assertIdentityEchoes(identity, patch);
-    return this.update(identity, condition, (current) => ({
+    return this.update(identity, condition, origin, (current) => ({
       name: patch.name?.trim() ?? current.name,
       avatar: patch.avatar === undefined ? current.avatar : patch.avatar,
       email: patch.email ?? current.email,
@@ -195,13 +237,22 @@ export class UsersService {
     }));
   }
 
-  deleteUser(identity: UserIdentity, condition: VersionCondition): Promise<void> {
+  deleteUser(
+    identity: UserIdentity,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<void> {
     return this.#writes.run(writeKey(identity), () =>
       deleteConditionally({
         load: () => this.deps.store.users.findUser(identity),
         notFound: () => userNotFound(identity),
         condition,
-        remove: (current) => this.deps.store.users.deleteUser(identity, current.etag),
+        remove: (current) =>
+          this.deps.store.users.deleteUser(
+            identity,
+            current.etag,
+            userEvents(origin, this.deps.clock.now(), current, null),
+          ),
       }),
     );
   }
@@ -209,6 +260,7 @@ export class UsersService {
   private update(
     identity: UserIdentity,
     condition: VersionCondition,
+    origin: ChangeOrigin,
     changesFor: (current: UserRecord) => UserChanges,
   ): Promise<UserRecord> {
     return this.#writes.run(writeKey(identity), () =>
@@ -217,7 +269,12 @@ export class UsersService {
         notFound: () => userNotFound(identity),
         condition,
         change: (current) => this.changed(current, changesFor(current)),
-        save: (next, expected) => this.deps.store.users.replaceUser(next, expected),
+        save: (next, expected, current) =>
+          this.deps.store.users.replaceUser(
+            next,
+            expected,
+            userEvents(origin, next.updatedAt, current, next),
+          ),
       }),
     );
   }

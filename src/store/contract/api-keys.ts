@@ -20,8 +20,8 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         lastUsedAt: 0,
       });
       const open = apiKeyRecord(keyId(2));
-      await ctx.store.apiKeys.insertApiKey(restricted);
-      await ctx.store.apiKeys.insertApiKey(open);
+      await ctx.store.apiKeys.insertApiKey(restricted, []);
+      await ctx.store.apiKeys.insertApiKey(open, []);
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(restricted.id), restricted);
       assert.deepEqual(
         await ctx.store.apiKeys.findApiKeyByDigest(restricted.secretDigest),
@@ -35,11 +35,11 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('refuses an existing id or secret digest with DuplicateError', async () => {
       const first = apiKeyRecord(keyId(1));
-      await ctx.store.apiKeys.insertApiKey(first);
+      await ctx.store.apiKeys.insertApiKey(first, []);
       const sameId = apiKeyRecord(keyId(1), { secretDigest: 'f'.repeat(64) });
       const sameDigest = apiKeyRecord(keyId(2), { secretDigest: first.secretDigest });
-      await assert.rejects(ctx.store.apiKeys.insertApiKey(sameId), DuplicateError);
-      await assert.rejects(ctx.store.apiKeys.insertApiKey(sameDigest), DuplicateError);
+      await assert.rejects(ctx.store.apiKeys.insertApiKey(sameId, []), DuplicateError);
+      await assert.rejects(ctx.store.apiKeys.insertApiKey(sameDigest, []), DuplicateError);
       assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 1);
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(first.id), first);
       assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(sameId.secretDigest), undefined);
@@ -47,7 +47,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('lists keys by id in keyset pages and counts them', async () => {
       const ids = [7, 1, 12, 3, 9, 16, 2].map(keyId);
-      for (const id of ids) await ctx.store.apiKeys.insertApiKey(apiKeyRecord(id));
+      for (const id of ids) await ctx.store.apiKeys.insertApiKey(apiKeyRecord(id), []);
       const pages = await walkPages<ApiKeyRecord, string>(
         (after) => ctx.store.apiKeys.listApiKeys(ALL, { after, limit: 3 }),
         (key) => key.id,
@@ -70,24 +70,24 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         lastUsedAt: T0 + 10,
         updatedAt: T0 + 20,
       });
-      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(first), true);
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(first, []), true);
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(first.id), first);
       const second = apiKeyRecord(keyId(2));
-      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(second), false);
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(second, []), false);
       assert.equal(await ctx.store.apiKeys.findApiKey(second.id), undefined);
       assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 1);
     });
 
     it('inserts no first key when any key exists', async () => {
-      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(5)));
-      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(1))), false);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(5)), []);
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(1)), []), false);
       assert.equal(await ctx.store.apiKeys.findApiKey(keyId(1)), undefined);
     });
 
     it('lets exactly one of 10 concurrent insertFirstApiKey calls insert', async () => {
       const candidates = Array.from({ length: 10 }, (_, n) => apiKeyRecord(keyId(n + 1)));
       const outcomes = await Promise.all(
-        candidates.map((key) => ctx.store.apiKeys.insertFirstApiKey(key)),
+        candidates.map((key) => ctx.store.apiKeys.insertFirstApiKey(key, [])),
       );
       assert.equal(outcomes.filter(Boolean).length, 1);
       const winner = candidates[outcomes.indexOf(true)]!;
@@ -102,14 +102,18 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         expiresAt: T0 + 1000,
         lastUsedAt: T0 + 7,
       });
-      await ctx.store.apiKeys.insertApiKey(key);
-      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)));
+      await ctx.store.apiKeys.insertApiKey(key, []);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)), []);
       const roles = ['keys:read', 'keys:write', 'users:read'];
-      await ctx.store.apiKeys.updateApiKeyGrants(key.id, {
-        roles,
-        applications: null,
-        updatedAt: T0 + 60000,
-      });
+      await ctx.store.apiKeys.updateApiKeyGrants(
+        key.id,
+        {
+          roles,
+          applications: null,
+          updatedAt: T0 + 60000,
+        },
+        [],
+      );
       const unrestricted = {
         ...key,
         roles,
@@ -118,11 +122,15 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         updatedAt: T0 + 60000,
       };
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(key.id), unrestricted);
-      await ctx.store.apiKeys.updateApiKeyGrants(key.id, {
-        roles: ['events:read'],
-        applications: ['b', 'c'],
-        updatedAt: T0 + 120000,
-      });
+      await ctx.store.apiKeys.updateApiKeyGrants(
+        key.id,
+        {
+          roles: ['events:read'],
+          applications: ['b', 'c'],
+          updatedAt: T0 + 120000,
+        },
+        [],
+      );
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(key.id), {
         ...unrestricted,
         roles: ['events:read'],
@@ -134,7 +142,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('records uses without ever moving last_used_at backwards', async () => {
       const key = apiKeyRecord(keyId(1));
-      await ctx.store.apiKeys.insertApiKey(key);
+      await ctx.store.apiKeys.insertApiKey(key, []);
       const steps: [number, number][] = [
         [T0 + 60000, T0 + 60000],
         [T0 + 120000, T0 + 120000],
@@ -155,14 +163,14 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('revokes a key once, keeping its record, and lists it only when asked', async () => {
       const doomed = apiKeyRecord(keyId(1));
-      await ctx.store.apiKeys.insertApiKey(doomed);
-      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)));
-      assert.equal(await ctx.store.apiKeys.revokeApiKey(doomed.id, T0 + 500), true);
+      await ctx.store.apiKeys.insertApiKey(doomed, []);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2)), []);
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(doomed.id, T0 + 500, []), true);
       const revoked = { ...doomed, revokedAt: T0 + 500, updatedAt: T0 + 500 };
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(doomed.id), revoked);
       assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest(doomed.secretDigest), revoked);
-      assert.equal(await ctx.store.apiKeys.revokeApiKey(doomed.id, T0 + 900), false);
-      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(3), T0), false);
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(doomed.id, T0 + 900, []), false);
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(3), T0, []), false);
       assert.deepEqual(await ctx.store.apiKeys.findApiKey(doomed.id), revoked);
       const live = await ctx.store.apiKeys.listApiKeys(LIVE, { after: null, limit: 10 });
       assert.deepEqual(live, [apiKeyRecord(keyId(2))]);
@@ -171,13 +179,14 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       assert.equal(await ctx.store.apiKeys.countApiKeys(LIVE), 1);
       assert.equal(await ctx.store.apiKeys.countApiKeys(ALL), 2);
       // A revoked key still counts: the store is not empty, so no first key is issued.
-      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(2), T0), true);
-      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(9))), false);
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(2), T0, []), true);
+      assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(9)), []), false);
     });
 
     it('pages past revoked keys when listing live ones', async () => {
-      for (const n of [1, 2, 3, 4, 5]) await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(n)));
-      for (const n of [2, 3]) await ctx.store.apiKeys.revokeApiKey(keyId(n), T0 + 1);
+      for (const n of [1, 2, 3, 4, 5])
+        await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(n)), []);
+      for (const n of [2, 3]) await ctx.store.apiKeys.revokeApiKey(keyId(n), T0 + 1, []);
       const pages = await walkPages<ApiKeyRecord, string>(
         (after) => ctx.store.apiKeys.listApiKeys(LIVE, { after, limit: 2 }),
         (key) => key.id,
@@ -191,14 +200,14 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('rotates a secret: the old digest becomes the previous one, still found', async () => {
       const key = apiKeyRecord(keyId(1), { lastUsedAt: T0 + 3 });
-      await ctx.store.apiKeys.insertApiKey(key);
+      await ctx.store.apiKeys.insertApiKey(key, []);
       const change = {
         expectedDigest: key.secretDigest,
         secretDigest: 'a'.repeat(64),
         previousExpiresAt: T0 + 86_400_000,
         updatedAt: T0 + 10,
       };
-      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change), true);
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change, []), true);
       const rotated = {
         ...key,
         secretDigest: 'a'.repeat(64),
@@ -210,7 +219,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest('a'.repeat(64)), rotated);
       assert.deepEqual(await ctx.store.apiKeys.findApiKeyByDigest(key.secretDigest), rotated);
       // A second rotation from the same version loses: the digest moved on.
-      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change), false);
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change, []), false);
       // Rotating again drops the first secret for good.
       const again = {
         expectedDigest: 'a'.repeat(64),
@@ -218,7 +227,7 @@ export function describeApiKeysContract(ctx: ContractContext): void {
         previousExpiresAt: T0 + 20,
         updatedAt: T0 + 20,
       };
-      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, again), true);
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, again, []), true);
       assert.equal(await ctx.store.apiKeys.findApiKeyByDigest(key.secretDigest), undefined);
       assert.equal(
         (await ctx.store.apiKeys.findApiKeyByDigest('a'.repeat(64)))?.previousSecretDigest,
@@ -228,15 +237,19 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('lets one of 10 concurrent rotations of one version win', async () => {
       const key = apiKeyRecord(keyId(1));
-      await ctx.store.apiKeys.insertApiKey(key);
+      await ctx.store.apiKeys.insertApiKey(key, []);
       const outcomes = await Promise.all(
         Array.from({ length: 10 }, (_, n) =>
-          ctx.store.apiKeys.rotateApiKeySecret(key.id, {
-            expectedDigest: key.secretDigest,
-            secretDigest: n.toString(16).repeat(64),
-            previousExpiresAt: T0 + 1000,
-            updatedAt: T0 + 1,
-          }),
+          ctx.store.apiKeys.rotateApiKeySecret(
+            key.id,
+            {
+              expectedDigest: key.secretDigest,
+              secretDigest: n.toString(16).repeat(64),
+              previousExpiresAt: T0 + 1000,
+              updatedAt: T0 + 1,
+            },
+            [],
+          ),
         ),
       );
       assert.equal(outcomes.filter(Boolean).length, 1);
@@ -246,16 +259,16 @@ export function describeApiKeysContract(ctx: ContractContext): void {
 
     it('never rotates a revoked key, nor a missing one', async () => {
       const key = apiKeyRecord(keyId(1));
-      await ctx.store.apiKeys.insertApiKey(key);
-      await ctx.store.apiKeys.revokeApiKey(key.id, T0 + 1);
+      await ctx.store.apiKeys.insertApiKey(key, []);
+      await ctx.store.apiKeys.revokeApiKey(key.id, T0 + 1, []);
       const change = {
         expectedDigest: key.secretDigest,
         secretDigest: 'c'.repeat(64),
         previousExpiresAt: T0 + 1000,
         updatedAt: T0 + 2,
       };
-      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change), false);
-      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(keyId(2), change), false);
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(key.id, change, []), false);
+      assert.equal(await ctx.store.apiKeys.rotateApiKeySecret(keyId(2), change, []), false);
       assert.equal((await ctx.store.apiKeys.findApiKey(key.id))?.secretDigest, key.secretDigest);
     });
   });

@@ -11,7 +11,7 @@ export function describeLifecycleContract(ctx: ContractContext): void {
 
     it('migrates again without harm, keeping the data', async () => {
       const stored = applicationRecord('billing');
-      await ctx.store.applications.insertApplication(stored);
+      await ctx.store.applications.insertApplication(stored, []);
       await ctx.store.migrate();
       await ctx.store.migrate();
       assert.deepEqual(await ctx.store.applications.findApplication('billing'), stored);
@@ -21,14 +21,14 @@ export function describeLifecycleContract(ctx: ContractContext): void {
       const settled: string[] = [];
       // Written first, so the refusal below does not depend on which of two concurrent
       // writes of one key lands first (PostgreSQL runs them on different connections).
-      await ctx.store.applications.insertApplication(applicationRecord('existing'));
+      await ctx.store.applications.insertApplication(applicationRecord('existing'), []);
       const writes = [
-        ctx.store.applications.insertApplication(applicationRecord('a')),
-        ctx.store.applications.insertApplication(applicationRecord('b')),
-        ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(1))),
+        ctx.store.applications.insertApplication(applicationRecord('a'), []),
+        ctx.store.applications.insertApplication(applicationRecord('b'), []),
+        ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(1)), []),
       ].map((write, index) => write.then(() => settled.push(`write ${index}`)));
       const refused = ctx.store.applications
-        .insertApplication(applicationRecord('existing'))
+        .insertApplication(applicationRecord('existing'), [])
         .catch((error: unknown) => settled.push(`refused: ${(error as Error).name}`));
       // A read-after-write: it must complete, not fail on a released database.
       const setting = ctx.store.settings.getOrCreateSetting('name', 'value');

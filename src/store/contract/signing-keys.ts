@@ -29,22 +29,23 @@ export function describeSigningKeysContract(ctx: ContractContext): void {
       const second = signingKey(2, {
         publicJwk: { kty: 'EC', note: 'ü 請 😀', nested: { n: [1, 2.5, null] } },
       });
-      for (const key of [third, first, second]) await ctx.store.signingKeys.insertSigningKey(key);
+      for (const key of [third, first, second])
+        await ctx.store.signingKeys.insertSigningKey(key, []);
       assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [first, second, third]);
     });
 
     it('keeps the private key text exactly as given, sealed or not', async () => {
       const sealed = signingKey(1, { privateKey: 'tessera-sealed:v1:abc:ü 請 😀' });
-      await ctx.store.signingKeys.insertSigningKey(sealed);
+      await ctx.store.signingKeys.insertSigningKey(sealed, []);
       assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [sealed]);
     });
 
     it('revokes a key once, keeping it', async () => {
-      await ctx.store.signingKeys.insertSigningKey(signingKey(1));
-      await ctx.store.signingKeys.insertSigningKey(signingKey(2));
-      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-1', T0 + 50), true);
-      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-1', T0 + 99), false);
-      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-9', T0), false);
+      await ctx.store.signingKeys.insertSigningKey(signingKey(1), []);
+      await ctx.store.signingKeys.insertSigningKey(signingKey(2), []);
+      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-1', T0 + 50, []), true);
+      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-1', T0 + 99, []), false);
+      assert.equal(await ctx.store.signingKeys.revokeSigningKey('kid-9', T0, []), false);
       assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [
         signingKey(1, { revokedAt: T0 + 50 }),
         signingKey(2),
@@ -53,7 +54,7 @@ export function describeSigningKeysContract(ctx: ContractContext): void {
 
     it('replaces a private key only when it is still the expected text', async () => {
       const key = signingKey(1);
-      await ctx.store.signingKeys.insertSigningKey(key);
+      await ctx.store.signingKeys.insertSigningKey(key, []);
       assert.equal(await ctx.store.signingKeys.replacePrivateKey('kid-1', 'stale', 'x'), false);
       assert.equal(
         await ctx.store.signingKeys.replacePrivateKey('kid-1', key.privateKey, 'sealed'),
@@ -70,13 +71,13 @@ export function describeSigningKeysContract(ctx: ContractContext): void {
     });
 
     it('refuses a second key with the same generation or kid, changing nothing', async () => {
-      await ctx.store.signingKeys.insertSigningKey(signingKey(1));
+      await ctx.store.signingKeys.insertSigningKey(signingKey(1), []);
       await assert.rejects(
-        ctx.store.signingKeys.insertSigningKey(signingKey(1, { kid: 'other' })),
+        ctx.store.signingKeys.insertSigningKey(signingKey(1, { kid: 'other' }), []),
         DuplicateError,
       );
       await assert.rejects(
-        ctx.store.signingKeys.insertSigningKey(signingKey(2, { kid: 'kid-1' })),
+        ctx.store.signingKeys.insertSigningKey(signingKey(2, { kid: 'kid-1' }), []),
         DuplicateError,
       );
       assert.deepEqual(await ctx.store.signingKeys.listSigningKeys(), [signingKey(1)]);
@@ -85,7 +86,7 @@ export function describeSigningKeysContract(ctx: ContractContext): void {
     it('lets exactly one of 10 concurrent writers add the same generation', async () => {
       const outcomes = await Promise.allSettled(
         Array.from({ length: 10 }, (_, n) =>
-          ctx.store.signingKeys.insertSigningKey(signingKey(1, { kid: `racer-${n}` })),
+          ctx.store.signingKeys.insertSigningKey(signingKey(1, { kid: `racer-${n}` }), []),
         ),
       );
       const won = outcomes.filter((outcome) => outcome.status === 'fulfilled');

@@ -36,8 +36,8 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
     let users: UserRecord[];
 
     beforeEach(async () => {
-      await ctx.store.applications.insertApplication(applicationRecord('app'));
-      await ctx.store.applications.insertApplication(applicationRecord('other'));
+      await ctx.store.applications.insertApplication(applicationRecord('app'), []);
+      await ctx.store.applications.insertApplication(applicationRecord('other'), []);
       users = [
         userRecord('app', PROVIDER, 'Alice@Example.com', {
           id: 'u-1',
@@ -58,7 +58,7 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
         userRecord('app', 'google_oauth2', 'bob', { id: 'u-5' }),
         userRecord('other', PROVIDER, 'bob', { id: 'u-2' }),
       ];
-      await ctx.store.users.insertUsers(users);
+      await ctx.store.users.insertUsers(users, []);
     });
 
     const query = (predicate: UserPredicate): UserQuery => ({
@@ -100,13 +100,13 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
 
     it('renames a user: same id, new identity, the old one gone', async () => {
       const renamed = { ...users[1]!, identifier: 'robert', etag: 'renamed' };
-      assert.equal(await ctx.store.users.replaceUser(renamed, users[1]!.etag), true);
+      assert.equal(await ctx.store.users.replaceUser(renamed, users[1]!.etag, []), true);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(renamed)), renamed);
       assert.equal(await ctx.store.users.findUser(identityOf(users[1]!)), undefined);
       assert.deepEqual(await idsOf(compare('identifier', 'eq', 'ROBERT')), ['u-2']);
       // Onto a taken identity: refused, nothing changed.
       const clash = { ...renamed, identifier: 'carol', etag: 'clash' };
-      await assert.rejects(ctx.store.users.replaceUser(clash, 'renamed'), DuplicateError);
+      await assert.rejects(ctx.store.users.replaceUser(clash, 'renamed', []), DuplicateError);
       assert.deepEqual(await ctx.store.users.findUserById('app', 'u-2'), renamed);
     });
 
@@ -184,11 +184,11 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
     let bob: UserRecord;
 
     beforeEach(async () => {
-      await ctx.store.applications.insertApplication(applicationRecord('app'));
+      await ctx.store.applications.insertApplication(applicationRecord('app'), []);
       alice = userRecord('app', PROVIDER, 'alice', { id: 'u-1' });
       bob = userRecord('app', PROVIDER, 'bob', { id: 'u-2', roles: ['admins'] });
-      await ctx.store.users.insertUsers([alice, bob]);
-      await ctx.store.groups.insertGroup(groupRecord('g-1', 'admins'));
+      await ctx.store.users.insertUsers([alice, bob], []);
+      await ctx.store.groups.insertGroup(groupRecord('g-1', 'admins'), [], []);
     });
 
     it('stores groups with unique ids and display names per application', async () => {
@@ -197,14 +197,14 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
         groupRecord('g-1', 'admins'),
       );
       await assert.rejects(
-        ctx.store.groups.insertGroup(groupRecord('g-2', 'admins')),
+        ctx.store.groups.insertGroup(groupRecord('g-2', 'admins'), [], []),
         DuplicateError,
       );
       await assert.rejects(
-        ctx.store.groups.insertGroup(groupRecord('g-1', 'other')),
+        ctx.store.groups.insertGroup(groupRecord('g-1', 'other'), [], []),
         DuplicateError,
       );
-      await ctx.store.groups.insertGroup(groupRecord('g-0', 'readers'));
+      await ctx.store.groups.insertGroup(groupRecord('g-0', 'readers'), [], []);
       assert.deepEqual(
         (await ctx.store.groups.listGroups('app')).map((g) => g.id),
         ['g-0', 'g-1'],
@@ -215,9 +215,12 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
       const group = groupRecord('g-1', 'owners', { etag: 'g2' });
       const member = { ...bob, roles: ['owners'], etag: 'b2' };
       assert.equal(
-        await ctx.store.groups.replaceGroup(group, 'group-g-1-1', [
-          { next: member, expectedEtag: bob.etag },
-        ]),
+        await ctx.store.groups.replaceGroup(
+          group,
+          'group-g-1-1',
+          [{ next: member, expectedEtag: bob.etag }],
+          [],
+        ),
         true,
       );
       assert.deepEqual(await ctx.store.groups.findGroup('app', 'g-1'), group);
@@ -230,9 +233,12 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
         { next: { ...alice, roles: ['admins'], etag: 'a2' }, expectedEtag: alice.etag },
         { next: { ...bob, roles: [], etag: 'b2' }, expectedEtag: 'stale' },
       ];
-      assert.equal(await ctx.store.groups.replaceGroup(group, 'group-g-1-1', changes), false);
-      assert.equal(await ctx.store.groups.deleteGroup(group, 'group-g-1-1', changes), false);
-      assert.equal(await ctx.store.groups.replaceGroup(group, 'stale', changes.slice(0, 1)), false);
+      assert.equal(await ctx.store.groups.replaceGroup(group, 'group-g-1-1', changes, []), false);
+      assert.equal(await ctx.store.groups.deleteGroup(group, 'group-g-1-1', changes, []), false);
+      assert.equal(
+        await ctx.store.groups.replaceGroup(group, 'stale', changes.slice(0, 1), []),
+        false,
+      );
       assert.deepEqual(await ctx.store.users.findUserById('app', 'u-1'), alice);
       assert.deepEqual(await ctx.store.users.findUserById('app', 'u-2'), bob);
       assert.deepEqual(
@@ -245,15 +251,21 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
       const stripped = { ...bob, roles: [], etag: 'b2' };
       const group = (await ctx.store.groups.findGroup('app', 'g-1'))!;
       assert.equal(
-        await ctx.store.groups.deleteGroup(group, group.etag, [
-          { next: stripped, expectedEtag: bob.etag },
-        ]),
+        await ctx.store.groups.deleteGroup(
+          group,
+          group.etag,
+          [{ next: stripped, expectedEtag: bob.etag }],
+          [],
+        ),
         true,
       );
       assert.equal(await ctx.store.groups.findGroup('app', 'g-1'), undefined);
       assert.deepEqual(await ctx.store.users.findUserById('app', 'u-2'), stripped);
-      await ctx.store.groups.insertGroup(groupRecord('g-3', 'x'));
-      assert.equal(await ctx.store.applications.deleteApplicationCascade('app', 'app-app-1'), true);
+      await ctx.store.groups.insertGroup(groupRecord('g-3', 'x'), [], []);
+      assert.equal(
+        await ctx.store.applications.deleteApplicationCascade('app', 'app-app-1', []),
+        true,
+      );
       assert.deepEqual(await ctx.store.groups.listGroups('app'), []);
     });
   });

@@ -18,8 +18,8 @@ import {
 export function describeUsersContract(ctx: ContractContext): void {
   describe('users', () => {
     beforeEach(async () => {
-      await ctx.store.applications.insertApplication(applicationRecord('app'));
-      await ctx.store.applications.insertApplication(applicationRecord('other'));
+      await ctx.store.applications.insertApplication(applicationRecord('app'), []);
+      await ctx.store.applications.insertApplication(applicationRecord('other'), []);
     });
 
     it('returns from findUser exactly what insertUser stored', async () => {
@@ -35,14 +35,14 @@ export function describeUsersContract(ctx: ContractContext): void {
         etag: 'user-etag-ü',
       });
       const plain = userRecord('app', 'github_oauth', 'plain');
-      await ctx.store.users.insertUser(full);
-      await ctx.store.users.insertUser(plain);
+      await ctx.store.users.insertUser(full, []);
+      await ctx.store.users.insertUser(plain, []);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(full)), full);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(plain)), plain);
     });
 
     it('finds nothing in another application, for another provider or another case', async () => {
-      await ctx.store.users.insertUser(userRecord('app', 'google_oauth2', 'Alice'));
+      await ctx.store.users.insertUser(userRecord('app', 'google_oauth2', 'Alice'), []);
       const missing = [
         { clientId: 'other', provider: 'google_oauth2', identifier: 'Alice' },
         { clientId: 'app', provider: 'github_oauth', identifier: 'Alice' },
@@ -56,23 +56,23 @@ export function describeUsersContract(ctx: ContractContext): void {
 
     it('refuses an existing identity in one application with DuplicateError', async () => {
       const first = userRecord('app', 'google_oauth2', 'alice');
-      await ctx.store.users.insertUser(first);
+      await ctx.store.users.insertUser(first, []);
       await assert.rejects(
-        ctx.store.users.insertUser({ ...first, name: 'Second', etag: 'other' }),
+        ctx.store.users.insertUser({ ...first, name: 'Second', etag: 'other' }, []),
         DuplicateError,
       );
       assert.deepEqual(await ctx.store.users.findUser(identityOf(first)), first);
       // The same pair elsewhere, or the identifier under another provider, is another user.
-      await ctx.store.users.insertUser({ ...first, clientId: 'other' });
-      await ctx.store.users.insertUser({ ...first, provider: 'google_oauth3', id: 'another' });
+      await ctx.store.users.insertUser({ ...first, clientId: 'other' }, []);
+      await ctx.store.users.insertUser({ ...first, provider: 'google_oauth3', id: 'another' }, []);
       assert.equal(await ctx.store.users.countUsers(usersOf('app')), 2);
       assert.equal(await ctx.store.users.countUsers(usersOf('other')), 1);
     });
 
     it('refuses a user of a missing application with MissingParentError', async () => {
       const orphan = userRecord('ghost', 'google_oauth2', 'alice');
-      await assert.rejects(ctx.store.users.insertUser(orphan), MissingParentError);
-      await ctx.store.applications.insertApplication(applicationRecord('ghost'));
+      await assert.rejects(ctx.store.users.insertUser(orphan, []), MissingParentError);
+      await ctx.store.applications.insertApplication(applicationRecord('ghost'), []);
       assert.equal(await ctx.store.users.findUser(identityOf(orphan)), undefined);
     });
 
@@ -84,21 +84,21 @@ export function describeUsersContract(ctx: ContractContext): void {
           scopes: ['org:acme'],
         }),
       );
-      await ctx.store.users.insertUsers(many);
+      await ctx.store.users.insertUsers(many, []);
       assert.equal(await ctx.store.users.countUsers(usersOf('app')), many.length);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(many[2499]!)), many[2499]);
-      await ctx.store.users.insertUsers([]);
+      await ctx.store.users.insertUsers([], []);
 
       const fresh = Array.from({ length: 1500 }, (_, index) =>
         userRecord('other', 'github_oauth', `fresh-${index}`),
       );
       // The duplicate sits in the second statement: the first one's rows are undone too.
       await assert.rejects(
-        ctx.store.users.insertUsers([...fresh, { ...many[0]!, name: 'Again' }]),
+        ctx.store.users.insertUsers([...fresh, { ...many[0]!, name: 'Again' }], []),
         DuplicateError,
       );
       await assert.rejects(
-        ctx.store.users.insertUsers([...fresh, userRecord('ghost', 'google_oauth2', 'orphan')]),
+        ctx.store.users.insertUsers([...fresh, userRecord('ghost', 'google_oauth2', 'orphan')], []),
         MissingParentError,
       );
       assert.equal(await ctx.store.users.countUsers(usersOf('other')), 0);
@@ -112,9 +112,9 @@ export function describeUsersContract(ctx: ContractContext): void {
         identifiers.map((identifier) => ({ provider, identifier })),
       );
       for (const { provider, identifier } of positions) {
-        await ctx.store.users.insertUser(userRecord('app', provider, identifier));
+        await ctx.store.users.insertUser(userRecord('app', provider, identifier), []);
       }
-      await ctx.store.users.insertUser(userRecord('other', 'ab_c', 'elsewhere'));
+      await ctx.store.users.insertUser(userRecord('other', 'ab_c', 'elsewhere'), []);
       const expected = [...positions].sort(byUserPosition);
       // Guards the fixture: UTF-16 order differs from byte order for these identifiers.
       assert.notDeepEqual([...identifiers].sort(), [...identifiers].sort(byBytes));
@@ -214,7 +214,7 @@ export function describeUsersContract(ctx: ContractContext): void {
       ];
 
       beforeEach(async () => {
-        for (const user of users) await ctx.store.users.insertUser(user);
+        for (const user of users) await ctx.store.users.insertUser(user, []);
       });
 
       for (const { filter, expected } of cases) {
@@ -237,7 +237,7 @@ export function describeUsersContract(ctx: ContractContext): void {
       }
 
       it('lists and counts nothing for an application without users or a missing one', async () => {
-        await ctx.store.applications.insertApplication(applicationRecord('empty'));
+        await ctx.store.applications.insertApplication(applicationRecord('empty'), []);
         for (const clientId of ['empty', 'ghost']) {
           const filter = usersOf(clientId);
           assert.deepEqual(await ctx.store.users.listUsers(filter, { after: null, limit: 10 }), []);
@@ -251,7 +251,7 @@ export function describeUsersContract(ctx: ContractContext): void {
         email: 'old@example.com',
         roles: ['reader'],
       });
-      await ctx.store.users.insertUser(stored);
+      await ctx.store.users.insertUser(stored, []);
       const next: UserRecord = {
         ...stored,
         name: 'Alice Replaced',
@@ -263,11 +263,11 @@ export function describeUsersContract(ctx: ContractContext): void {
         updatedAt: T0 + 1,
         etag: 'user-alice-2',
       };
-      assert.equal(await ctx.store.users.replaceUser(next, 'stale'), false);
+      assert.equal(await ctx.store.users.replaceUser(next, 'stale', []), false);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(stored)), stored);
-      assert.equal(await ctx.store.users.replaceUser(next, stored.etag), true);
+      assert.equal(await ctx.store.users.replaceUser(next, stored.etag, []), true);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(stored)), next);
-      assert.equal(await ctx.store.users.replaceUser(stored, stored.etag), false);
+      assert.equal(await ctx.store.users.replaceUser(stored, stored.etag, []), false);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(stored)), next);
 
       for (const [filter, count] of [
@@ -283,21 +283,21 @@ export function describeUsersContract(ctx: ContractContext): void {
 
     it('replaces nothing and creates nothing for a missing user', async () => {
       const ghost = userRecord('app', 'google_oauth2', 'ghost');
-      assert.equal(await ctx.store.users.replaceUser(ghost, ghost.etag), false);
+      assert.equal(await ctx.store.users.replaceUser(ghost, ghost.etag, []), false);
       assert.equal(await ctx.store.users.findUser(identityOf(ghost)), undefined);
     });
 
     it('deletes a user only with its current etag', async () => {
       const alice = userRecord('app', 'google_oauth2', 'alice');
       const bob = userRecord('app', 'google_oauth2', 'bob');
-      await ctx.store.users.insertUser(alice);
-      await ctx.store.users.insertUser(bob);
-      await ctx.store.users.insertUser({ ...alice, clientId: 'other' });
-      assert.equal(await ctx.store.users.deleteUser(identityOf(alice), 'stale'), false);
+      await ctx.store.users.insertUser(alice, []);
+      await ctx.store.users.insertUser(bob, []);
+      await ctx.store.users.insertUser({ ...alice, clientId: 'other' }, []);
+      assert.equal(await ctx.store.users.deleteUser(identityOf(alice), 'stale', []), false);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(alice)), alice);
-      assert.equal(await ctx.store.users.deleteUser(identityOf(alice), alice.etag), true);
+      assert.equal(await ctx.store.users.deleteUser(identityOf(alice), alice.etag, []), true);
       assert.equal(await ctx.store.users.findUser(identityOf(alice)), undefined);
-      assert.equal(await ctx.store.users.deleteUser(identityOf(alice), alice.etag), false);
+      assert.equal(await ctx.store.users.deleteUser(identityOf(alice), alice.etag, []), false);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(bob)), bob);
       assert.equal(await ctx.store.users.countUsers(usersOf('other')), 1);
     });

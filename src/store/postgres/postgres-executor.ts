@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  type CompiledQuery,
+  CompiledQuery,
   type DatabaseIntrospector,
   DummyDriver,
   Kysely,
@@ -16,6 +16,7 @@ import {
 import pg from 'pg';
 import { ConditionFailedError } from '../errors.js';
 import { migrateToLatest } from '../sql/migrate.js';
+import { EVENT_COLUMNS, type EventRow } from '../sql/rows.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
 import {
@@ -108,7 +109,13 @@ export class PostgresExecutor implements SqlExecutor {
   write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     return this.#track(async () => {
       const [only] = statements;
-      if (statements.length === 1 && only !== undefined && options.serializable !== true) {
+      const events = options.events ?? [];
+      if (
+        statements.length === 1 &&
+        only !== undefined &&
+        options.serializable !== true &&
+        events.length === 0
+      ) {
         const changes = (await this.#prepared(this.#pool, only)).rowCount ?? 0;
         if (changes === 0 && options.everyStatementChanges === true) {
           throw new ConditionFailedError('a conditional statement changed no row');
@@ -224,6 +231,10 @@ export class PostgresExecutor implements SqlExecutor {
         }
         changes.push(changed);
       }
+      const events = options.events ?? [];
+      if (events.length > 0 && changes.every((changed) => changed > 0)) {
+        await this.#prepared(client, insertEvents(events));
+      }
       await client.query('commit');
       client.release();
       return changes;
@@ -287,6 +298,46 @@ export class PostgresExecutor implements SqlExecutor {
       if (this.#inFlight === 0) this.#idle?.();
     }
   }
+}
+
+/** The SQL type of each events column but seq, for the typed VALUES list below. */
+const EVENT_COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
+  type: 'text',
+  occurred_at: 'bigint',
+  actor_type: 'text',
+  actor_id: 'text',
+  client_id: 'text',
+  resource_type: 'text',
+  resource_id: 'text',
+  changes: 'text',
+  request_id: 'text',
+};
+
+/**
+ * The events of a transaction, numbered in commit order. Its last statement takes the row lock
+ * of event_sequence and adds n to `last`; the lock is held until COMMIT. Transactions that
+ * write events therefore take their ids one after another, and each commits before the next
+ * one gets its ids: an id is never handed out while a smaller one is still uncommitted, so a
+ * reader paging by id never skips an event that commits late. The lock is held only for the
+ * insert and the commit (docs/architecture.md).
+ */
+function insertEvents(events: readonly EventRow[]): CompiledQuery {
+  const parameters: unknown[] = [events.length];
+  const rows = events.map((event, index) => {
+    const slots = [`${index + 1}::bigint`];
+    for (const column of EVENT_COLUMNS) {
+      parameters.push(event[column]);
+      slots.push(`$${parameters.length}::${EVENT_COLUMN_TYPES[column]}`);
+    }
+    return `(${slots.join(', ')})`;
+  });
+  const columns = EVENT_COLUMNS.join(', ');
+  const sqlText =
+    'with numbered as (update event_sequence set last = last + $1::bigint where id = 1 returning last) ' +
+    `insert into events (seq, ${columns}) ` +
+    `select numbered.last - $1::bigint + v.n, ${EVENT_COLUMNS.map((column) => `v.${column}`).join(', ')} ` +
+    `from numbered cross join (values ${rows.join(', ')}) as v (n, ${columns})`;
+  return CompiledQuery.raw(sqlText, parameters);
 }
 
 const LOCK_TABLE_RACES = new Set(['23505', '42P07', '42710', '40P01']);

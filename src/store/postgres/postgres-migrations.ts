@@ -10,4 +10,5 @@ export const postgresMigrations = sqlMigrations({
   tableEnd: null,
   // Built into PostgreSQL 13 and later (and CockroachDB, YugabyteDB): no extension needed.
   randomUuid: sql<string>`gen_random_uuid()::text`,
+  eventIds: 'sequence-row',
 });

@@ -53,6 +53,9 @@ describe('PostgreSQL store', { skip }, () => {
         assert.deepEqual(await tablesIn(schema), [
           'api_keys',
           'applications',
+          'console_sessions',
+          'event_sequence',
+          'events',
           'kysely_migration',
           'kysely_migration_lock',
           'scim_groups',
@@ -69,7 +72,7 @@ describe('PostgreSQL store', { skip }, () => {
           Object.keys(postgresMigrations),
         );
         // Every one of them can use the schema at once.
-        await stores[0]!.applications.insertApplication(applicationRecord('after-race'));
+        await stores[0]!.applications.insertApplication(applicationRecord('after-race'), []);
         for (const store of stores) {
           assert.equal(
             (await store.applications.findApplication('after-race'))?.clientId,
@@ -103,7 +106,7 @@ describe('PostgreSQL store', { skip }, () => {
         // The intact migrations then apply cleanly.
         const fixed = await openTestPostgresStore({ schema });
         await fixed.migrate();
-        await fixed.applications.insertApplication(applicationRecord('works'));
+        await fixed.applications.insertApplication(applicationRecord('works'), []);
         await fixed.close();
         assert.ok((await tablesIn(schema)).includes('applications'));
         assert.ok(!(await tablesIn(schema)).includes('half_done'));
@@ -167,8 +170,8 @@ describe('PostgreSQL store', { skip }, () => {
       client = new pg.Client(POSTGRES_URL);
       await client.connect();
       await client.query(`set search_path = ${store.schema}`);
-      await store.applications.insertApplication(applicationRecord('big'));
-      await store.applications.insertApplication(applicationRecord('other'));
+      await store.applications.insertApplication(applicationRecord('big'), []);
+      await store.applications.insertApplication(applicationRecord('other'), []);
       // 20,000 users in two applications, written in bulk, then analysed as in production.
       for (const application of ['big', 'other']) {
         await client.query(
@@ -228,7 +231,7 @@ describe('PostgreSQL store', { skip }, () => {
       const client = new pg.Client(POSTGRES_URL);
       await client.connect();
       try {
-        await store.applications.insertApplication(applicationRecord('before'));
+        await store.applications.insertApplication(applicationRecord('before'), []);
         // Prepare `select *` on every pooled connection the store has.
         await Promise.all(
           Array.from({ length: 12 }, () => store.applications.findApplication('before')),
@@ -285,7 +288,7 @@ describe('PostgreSQL store', { skip }, () => {
       const locker = new pg.Client(POSTGRES_URL);
       await locker.connect();
       try {
-        await store.applications.insertApplication(applicationRecord('queued'));
+        await store.applications.insertApplication(applicationRecord('queued'), []);
         await locker.query('begin');
         await locker.query(`lock table "${store.schema}".applications in access exclusive mode`);
         const first = store.applications.findApplication('queued');
@@ -333,7 +336,7 @@ describe('PostgreSQL store', { skip }, () => {
         await assert.rejects(store.ping(), StoreUnavailableError);
         await assert.rejects(store.applications.findApplication('x'), StoreUnavailableError);
         await assert.rejects(
-          store.applications.insertApplication(applicationRecord('x')),
+          store.applications.insertApplication(applicationRecord('x'), []),
           StoreUnavailableError,
         );
         await assert.rejects(store.migrate(), StoreUnavailableError);
@@ -376,13 +379,13 @@ describe('PostgreSQL store', { skip }, () => {
       const store = await openTestPostgresStore();
       await store.migrate();
       try {
-        await store.applications.insertApplication(applicationRecord('a'));
+        await store.applications.insertApplication(applicationRecord('a'), []);
         await assert.rejects(
-          store.applications.insertApplication(applicationRecord('a')),
+          store.applications.insertApplication(applicationRecord('a'), []),
           DuplicateError,
         );
         await assert.rejects(
-          store.users.insertUser(userRecord('missing', 'google_oauth2', 'x')),
+          store.users.insertUser(userRecord('missing', 'google_oauth2', 'x'), []),
           MissingParentError,
         );
       } finally {

@@ -20,6 +20,12 @@ export interface DialectTypes {
   tableEnd: Expression<unknown> | null;
   /** A new random UUID (version 4) as text, per row: ids for rows that predate them. */
   randomUuid: Expression<string>;
+  /**
+   * How event ids are handed out in commit order: SQLite's AUTOINCREMENT (one writer at a
+   * time, ids never reused), or PostgreSQL's one-row event_sequence, locked by each writing
+   * transaction just before it commits (see docs/architecture.md).
+   */
+  eventIds: 'autoincrement' | 'sequence-row';
 }
 
 /**
@@ -198,6 +204,51 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         ).execute();
       },
     },
+    '0006_events': {
+      async up(db: Kysely<unknown>) {
+        // The audit trail. No foreign keys: an event outlives what it describes.
+        await finish(
+          db.schema
+            .createTable('events')
+            .addColumn('seq', types.eventIds === 'autoincrement' ? 'integer' : 'bigint', (c) =>
+              types.eventIds === 'autoincrement'
+                ? c.primaryKey().autoIncrement().notNull()
+                : c.primaryKey().notNull(),
+            )
+            .addColumn('type', 'text', (c) => c.notNull())
+            .addColumn('occurred_at', time, (c) => c.notNull())
+            .addColumn('actor_type', 'text', (c) => c.notNull())
+            .addColumn('actor_id', key)
+            .addColumn('client_id', key)
+            .addColumn('resource_type', 'text', (c) => c.notNull())
+            .addColumn('resource_id', 'text', (c) => c.notNull())
+            .addColumn('changes', 'text')
+            .addColumn('request_id', 'text'),
+        ).execute();
+        await db.schema
+          .createIndex('events_client_id')
+          .on('events')
+          .columns(['client_id', 'seq'])
+          .execute();
+        await db.schema
+          .createIndex('events_occurred_at')
+          .on('events')
+          .column('occurred_at')
+          .execute();
+        if (types.eventIds === 'sequence-row') {
+          await finish(
+            db.schema
+              .createTable('event_sequence')
+              .addColumn('id', 'integer', (c) => c.primaryKey().notNull())
+              .addColumn('last', time, (c) => c.notNull()),
+          ).execute();
+          await db
+            .insertInto('event_sequence' as never)
+            .values({ id: 1, last: 0 } as never)
+            .execute();
+        }
+      },
+    },
     '0007_webhooks': {
       async up(db: Kysely<unknown>) {
         // A webhook's configuration, its signing secrets (sealed when IAM_SECRET_KEY is set),
@@ -246,6 +297,22 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
           .on('webhook_deliveries')
           .columns(['webhook_id', 'status', 'event_id'])
           .execute();
+      },
+    },
+    '0008_console_sessions': {
+      async up(db: Kysely<unknown>) {
+        // Admin console sessions, shared by every instance: a browser signed in on one is
+        // signed in on all. Only digests of the session id and of the key's secret are kept.
+        await finish(
+          db.schema
+            .createTable('console_sessions')
+            .addColumn('id_digest', key, (c) => c.primaryKey().notNull())
+            .addColumn('api_key_id', key, (c) => c.notNull())
+            .addColumn('key_digest', key, (c) => c.notNull())
+            .addColumn('csrf_token', 'text', (c) => c.notNull())
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('last_seen_at', time, (c) => c.notNull()),
+        ).execute();
       },
     },
   };

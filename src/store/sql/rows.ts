@@ -5,11 +5,20 @@ import type {
   ApiKeyRecord,
   ApplicationMode,
   ApplicationRecord,
+  EventRecord,
+  EventResourceType,
   GroupRecord,
+  NewEvent,
   UserRecord,
 } from '../store.js';
 import { foldAsciiCase } from '../user-predicate.js';
-import type { ApiKeysTable, ApplicationsTable, ScimGroupsTable, UsersTable } from './tables.js';
+import type {
+  ApiKeysTable,
+  ApplicationsTable,
+  EventsTable,
+  ScimGroupsTable,
+  UsersTable,
+} from './tables.js';
 import { encodeUserKey } from './tables.js';
 
 function toMillis(value: number | string): number {
@@ -66,6 +75,26 @@ export type UserRow = Omit<
   'user_key' | 'email_normalized' | 'identifier_folded'
 >;
 
+// Users mostly share a few sets of roles and scopes: a page of 100 users parsed the same
+// JSON text 200 times. Parsed arrays are kept by text and handed out as copies (callers may
+// change their record). Bounded: texts up to 512 characters, and past 1,000 distinct ones the
+// memory starts over (at most about 1 MB).
+const STRING_ARRAYS_KEPT = 1000;
+const STRING_ARRAY_TEXT_KEPT = 512;
+const stringArrays = new Map<string, readonly string[]>();
+
+/** JSON.parse of a stored array of strings, from the memory above when it was seen before. */
+export function parseStringArray(text: string): string[] {
+  if (text.length > STRING_ARRAY_TEXT_KEPT) return JSON.parse(text) as string[];
+  let parsed = stringArrays.get(text);
+  if (parsed === undefined) {
+    parsed = JSON.parse(text) as string[];
+    if (stringArrays.size >= STRING_ARRAYS_KEPT) stringArrays.clear();
+    stringArrays.set(text, parsed);
+  }
+  return parsed.slice();
+}
+
 export function toUserRecord(row: UserRow): UserRecord {
   return {
     clientId: row.application,
@@ -76,8 +105,8 @@ export function toUserRecord(row: UserRow): UserRecord {
     avatar: row.avatar,
     email: row.email,
     locale: row.locale,
-    roles: JSON.parse(row.roles) as string[],
-    scopes: JSON.parse(row.scopes) as string[],
+    roles: parseStringArray(row.roles),
+    scopes: parseStringArray(row.scopes),
     active: row.active === 1,
     externalId: row.external_id,
     createdAt: toMillis(row.created_at),
@@ -164,5 +193,63 @@ export function toApiKeyRow(record: ApiKeyRecord): Insertable<ApiKeysTable> {
     previous_secret_digest: record.previousSecretDigest,
     previous_expires_at: record.previousExpiresAt,
     revoked_at: record.revokedAt,
+  };
+}
+
+/** An events row before the store gives it its seq. */
+export type EventRow = Omit<EventsTable, 'seq'> & { occurred_at: number };
+
+/** The columns of an events row but its seq, in the order executors bind them. */
+export const EVENT_COLUMNS = [
+  'type',
+  'occurred_at',
+  'actor_type',
+  'actor_id',
+  'client_id',
+  'resource_type',
+  'resource_id',
+  'changes',
+  'request_id',
+] as const satisfies readonly (keyof EventRow)[];
+
+/** Event ids: the seq, zero-padded to a fixed width so that string order is commit order. */
+const EVENT_ID_DIGITS = 16;
+
+export function toEventId(seq: number | string): string {
+  return String(seq).padStart(EVENT_ID_DIGITS, '0');
+}
+
+/** The seq of an event id (digits only, at most 16 of them), or undefined. */
+export function parseEventId(id: string): number | undefined {
+  return /^[0-9]{1,16}$/.test(id) ? Number(id) : undefined;
+}
+
+export function toEventRow(event: NewEvent): EventRow {
+  return {
+    type: event.type,
+    occurred_at: event.occurredAt,
+    actor_type: event.actor.type,
+    actor_id: event.actor.id,
+    client_id: event.clientId,
+    resource_type: event.resource.type,
+    resource_id: JSON.stringify(event.resource.id),
+    changes: event.changes === null ? null : JSON.stringify(event.changes),
+    request_id: event.requestId,
+  };
+}
+
+export function toEventRecord(row: Selectable<EventsTable>): EventRecord {
+  return {
+    id: toEventId(row.seq),
+    type: row.type,
+    occurredAt: toMillis(row.occurred_at),
+    actor: { type: row.actor_type as EventRecord['actor']['type'], id: row.actor_id },
+    clientId: row.client_id,
+    resource: {
+      type: row.resource_type as EventResourceType,
+      id: JSON.parse(row.resource_id) as Record<string, unknown>,
+    },
+    changes: row.changes === null ? null : (JSON.parse(row.changes) as EventRecord['changes']),
+    requestId: row.request_id,
   };
 }

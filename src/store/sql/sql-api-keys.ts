@@ -3,19 +3,22 @@ import type {
   ApiKeyRecord,
   ApiKeyRepository,
   ApiKeySecretChange,
+  NewEvent,
   PageQuery,
 } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
-import { toApiKeyRecord, toApiKeyRow } from './rows.js';
+import { toApiKeyRecord, toApiKeyRow, toEventRow } from './rows.js';
 
 export class SqlApiKeyRepository implements ApiKeyRepository {
   constructor(private readonly sql: SqlExecutor) {}
 
-  async insertApiKey(key: ApiKeyRecord): Promise<void> {
-    await this.sql.write([this.sql.db.insertInto('api_keys').values(toApiKeyRow(key)).compile()]);
+  async insertApiKey(key: ApiKeyRecord, events: readonly NewEvent[]): Promise<void> {
+    await this.sql.write([this.sql.db.insertInto('api_keys').values(toApiKeyRow(key)).compile()], {
+      events: events.map(toEventRow),
+    });
   }
 
-  async insertFirstApiKey(key: ApiKeyRecord): Promise<boolean> {
+  async insertFirstApiKey(key: ApiKeyRecord, events: readonly NewEvent[]): Promise<boolean> {
     const row = toApiKeyRow(key);
     const { db } = this.sql;
     // INSERT … SELECT … WHERE NOT EXISTS, under SERIALIZABLE: two instances starting at once
@@ -49,7 +52,10 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
           .where((eb) => eb.not(eb.exists(db.selectFrom('api_keys').select('id')))),
       )
       .compile();
-    const [inserted] = await this.sql.write([statement], { serializable: true });
+    const [inserted] = await this.sql.write([statement], {
+      serializable: true,
+      events: events.map(toEventRow),
+    });
     return inserted === 1;
   }
 
@@ -96,19 +102,23 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
   async updateApiKeyGrants(
     id: string,
     grants: { roles: string[]; applications: string[] | null; updatedAt: number },
+    events: readonly NewEvent[],
   ): Promise<void> {
-    await this.sql.write([
-      this.sql.db
-        .updateTable('api_keys')
-        .set({
-          roles: JSON.stringify(grants.roles),
-          applications: grants.applications === null ? null : JSON.stringify(grants.applications),
-          expires_at: null,
-          updated_at: grants.updatedAt,
-        })
-        .where('id', '=', id)
-        .compile(),
-    ]);
+    await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('api_keys')
+          .set({
+            roles: JSON.stringify(grants.roles),
+            applications: grants.applications === null ? null : JSON.stringify(grants.applications),
+            expires_at: null,
+            updated_at: grants.updatedAt,
+          })
+          .where('id', '=', id)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
   }
 
   async touchApiKey(id: string, usedAt: number): Promise<void> {
@@ -122,33 +132,43 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     ]);
   }
 
-  async rotateApiKeySecret(id: string, change: ApiKeySecretChange): Promise<boolean> {
-    const [updated] = await this.sql.write([
-      this.sql.db
-        .updateTable('api_keys')
-        .set({
-          secret_digest: change.secretDigest,
-          previous_secret_digest: change.expectedDigest,
-          previous_expires_at: change.previousExpiresAt,
-          updated_at: change.updatedAt,
-        })
-        .where('id', '=', id)
-        .where('secret_digest', '=', change.expectedDigest)
-        .where('revoked_at', 'is', null)
-        .compile(),
-    ]);
+  async rotateApiKeySecret(
+    id: string,
+    change: ApiKeySecretChange,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
+    const [updated] = await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('api_keys')
+          .set({
+            secret_digest: change.secretDigest,
+            previous_secret_digest: change.expectedDigest,
+            previous_expires_at: change.previousExpiresAt,
+            updated_at: change.updatedAt,
+          })
+          .where('id', '=', id)
+          .where('secret_digest', '=', change.expectedDigest)
+          .where('revoked_at', 'is', null)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return updated === 1;
   }
 
-  async revokeApiKey(id: string, revokedAt: number): Promise<boolean> {
-    const [updated] = await this.sql.write([
-      this.sql.db
-        .updateTable('api_keys')
-        .set({ revoked_at: revokedAt, updated_at: revokedAt })
-        .where('id', '=', id)
-        .where('revoked_at', 'is', null)
-        .compile(),
-    ]);
+  async revokeApiKey(id: string, revokedAt: number, events: readonly NewEvent[]): Promise<boolean> {
+    const [updated] = await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('api_keys')
+          .set({ revoked_at: revokedAt, updated_at: revokedAt })
+          .where('id', '=', id)
+          .where('revoked_at', 'is', null)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return updated === 1;
   }
 }

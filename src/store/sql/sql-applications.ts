@@ -2,11 +2,22 @@ import type {
   ApplicationFilter,
   ApplicationRecord,
   ApplicationRepository,
+  NewEvent,
   PageQuery,
 } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { precompile } from './precompiled.js';
-import { toApplicationRecord, toApplicationRow } from './rows.js';
+import { toApplicationRecord, toApplicationRow, toEventRow } from './rows.js';
+
+/**
+ * The range of client_ids that start with a prefix, on the primary key (byte order on both
+ * engines): every client_id character sorts below U+007F, so [prefix, prefix + U+007F) holds
+ * exactly the client_ids with that prefix. Null: no prefix asked.
+ */
+function prefixRange(prefix: string | null | undefined): { from: string; to: string } | null {
+  if (prefix === null || prefix === undefined || prefix === '') return null;
+  return { from: prefix, to: `${prefix}\u007f` };
+}
 
 export class SqlApplicationRepository implements ApplicationRepository {
   readonly #findApplication;
@@ -17,10 +28,14 @@ export class SqlApplicationRepository implements ApplicationRepository {
     );
   }
 
-  async insertApplication(application: ApplicationRecord): Promise<void> {
-    await this.sql.write([
-      this.sql.db.insertInto('applications').values(toApplicationRow(application)).compile(),
-    ]);
+  async insertApplication(
+    application: ApplicationRecord,
+    events: readonly NewEvent[],
+  ): Promise<void> {
+    await this.sql.write(
+      [this.sql.db.insertInto('applications').values(toApplicationRow(application)).compile()],
+      { events: events.map(toEventRow) },
+    );
   }
 
   async findApplication(clientId: string): Promise<ApplicationRecord | undefined> {
@@ -35,6 +50,8 @@ export class SqlApplicationRepository implements ApplicationRepository {
     if (filter.clientIds?.length === 0) return [];
     let query = this.sql.db.selectFrom('applications').selectAll();
     if (filter.clientIds) query = query.where('client_id', 'in', [...filter.clientIds]);
+    const range = prefixRange(filter.clientIdPrefix);
+    if (range) query = query.where('client_id', '>=', range.from).where('client_id', '<', range.to);
     if (page.after !== null) query = query.where('client_id', '>', page.after);
     const rows = await this.sql.select(query.orderBy('client_id').limit(page.limit).compile());
     return rows.map(toApplicationRecord);
@@ -46,33 +63,49 @@ export class SqlApplicationRepository implements ApplicationRepository {
       .selectFrom('applications')
       .select((eb) => eb.fn.countAll<number | string>().as('count'));
     if (filter.clientIds) query = query.where('client_id', 'in', [...filter.clientIds]);
+    const range = prefixRange(filter.clientIdPrefix);
+    if (range) query = query.where('client_id', '>=', range.from).where('client_id', '<', range.to);
     const [row] = await this.sql.select(query.compile());
     return Number(row?.count ?? 0);
   }
 
-  async replaceApplication(next: ApplicationRecord, expectedEtag: string): Promise<boolean> {
+  async replaceApplication(
+    next: ApplicationRecord,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
     const { client_id: clientId, created_at: _createdAt, ...changes } = toApplicationRow(next);
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .updateTable('applications')
-        .set(changes)
-        .where('client_id', '=', clientId)
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('applications')
+          .set(changes)
+          .where('client_id', '=', clientId)
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 
-  async deleteApplicationCascade(clientId: string, expectedEtag: string): Promise<boolean> {
+  async deleteApplicationCascade(
+    clientId: string,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
     // users.application references applications ON DELETE CASCADE: one statement removes
     // the application and its users atomically, and only if the etag still matches.
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .deleteFrom('applications')
-        .where('client_id', '=', clientId)
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .deleteFrom('applications')
+          .where('client_id', '=', clientId)
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 }

@@ -3,6 +3,7 @@
 // query with Kysely and compile it for the dialect; executors never see domain records.
 
 import type { CompiledQuery, Expression, Kysely, SqlBool } from 'kysely';
+import type { EventRow } from './rows.js';
 import type { Tables } from './tables.js';
 
 export interface WriteOptions {
@@ -17,6 +18,12 @@ export interface WriteOptions {
    * ConditionFailedError.
    */
   everyStatementChanges?: boolean;
+  /**
+   * Events recording this write, inserted last in the same transaction with ids in commit
+   * order, and only when every statement changed at least one row (a conditional write whose
+   * version moved on changed nothing, so it records nothing).
+   */
+  events?: readonly EventRow[];
 }
 
 export interface SqlExecutor {

@@ -1,9 +1,9 @@
 import type { CompiledQuery } from 'kysely';
 import { ConditionFailedError } from '../errors.js';
-import type { GroupRecord, GroupRepository, UserChange } from '../store.js';
+import type { GroupRecord, GroupRepository, NewEvent, UserChange } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import type { SqlUserRepository } from './sql-users.js';
-import { toGroupRecord, toGroupRow } from './rows.js';
+import { toEventRow, toGroupRecord, toGroupRow } from './rows.js';
 
 export class SqlGroupRepository implements GroupRepository {
   constructor(
@@ -11,10 +11,15 @@ export class SqlGroupRepository implements GroupRepository {
     private readonly users: SqlUserRepository,
   ) {}
 
-  insertGroup(group: GroupRecord, members: readonly UserChange[] = []): Promise<boolean> {
+  insertGroup(
+    group: GroupRecord,
+    members: readonly UserChange[],
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
     return this.writeWithMembers(
       this.sql.db.insertInto('scim_groups').values(toGroupRow(group)).compile(),
       members,
+      events,
     );
   }
 
@@ -46,6 +51,7 @@ export class SqlGroupRepository implements GroupRepository {
     next: GroupRecord,
     expectedEtag: string,
     members: readonly UserChange[],
+    events: readonly NewEvent[],
   ): Promise<boolean> {
     const { application, id, created_at: _createdAt, ...changes } = toGroupRow(next);
     return this.writeWithMembers(
@@ -57,6 +63,7 @@ export class SqlGroupRepository implements GroupRepository {
         .where('etag', '=', expectedEtag)
         .compile(),
       members,
+      events,
     );
   }
 
@@ -64,6 +71,7 @@ export class SqlGroupRepository implements GroupRepository {
     group: GroupRecord,
     expectedEtag: string,
     members: readonly UserChange[],
+    events: readonly NewEvent[],
   ): Promise<boolean> {
     return this.writeWithMembers(
       this.sql.db
@@ -73,6 +81,7 @@ export class SqlGroupRepository implements GroupRepository {
         .where('etag', '=', expectedEtag)
         .compile(),
       members,
+      events,
     );
   }
 
@@ -80,13 +89,17 @@ export class SqlGroupRepository implements GroupRepository {
   private async writeWithMembers(
     groupStatement: CompiledQuery,
     members: readonly UserChange[],
+    events: readonly NewEvent[],
   ): Promise<boolean> {
     const statements = [
       groupStatement,
       ...members.map((change) => this.users.replaceStatement(change.next, change.expectedEtag)),
     ];
     try {
-      await this.sql.write(statements, { everyStatementChanges: true });
+      await this.sql.write(statements, {
+        everyStatementChanges: true,
+        events: events.map(toEventRow),
+      });
       return true;
     } catch (error) {
       if (error instanceof ConditionFailedError) return false;

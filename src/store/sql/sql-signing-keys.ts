@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { SigningKeyRecord, SigningKeyRepository } from '../store.js';
+import type { NewEvent, SigningKeyRecord, SigningKeyRepository } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
-import { toOptionalMillis } from './rows.js';
+import { toEventRow, toOptionalMillis } from './rows.js';
 import type { SigningKeysTable } from './tables.js';
 
 // The private key is stored as the text it is given: JWK JSON, or that JSON sealed with
@@ -9,22 +9,25 @@ import type { SigningKeysTable } from './tables.js';
 export class SqlSigningKeyRepository implements SigningKeyRepository {
   constructor(private readonly sql: SqlExecutor) {}
 
-  async insertSigningKey(key: SigningKeyRecord): Promise<void> {
-    await this.sql.write([
-      this.sql.db
-        .insertInto('signing_keys')
-        .values({
-          kid: key.kid,
-          generation: key.generation,
-          algorithm: key.algorithm,
-          public_jwk: JSON.stringify(key.publicJwk),
-          private_jwk: key.privateKey,
-          created_at: key.createdAt,
-          activates_at: key.activatesAt,
-          revoked_at: key.revokedAt,
-        })
-        .compile(),
-    ]);
+  async insertSigningKey(key: SigningKeyRecord, events: readonly NewEvent[]): Promise<void> {
+    await this.sql.write(
+      [
+        this.sql.db
+          .insertInto('signing_keys')
+          .values({
+            kid: key.kid,
+            generation: key.generation,
+            algorithm: key.algorithm,
+            public_jwk: JSON.stringify(key.publicJwk),
+            private_jwk: key.privateKey,
+            created_at: key.createdAt,
+            activates_at: key.activatesAt,
+            revoked_at: key.revokedAt,
+          })
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
   }
 
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
@@ -34,15 +37,22 @@ export class SqlSigningKeyRepository implements SigningKeyRepository {
     return rows.map(toSigningKeyRecord);
   }
 
-  async revokeSigningKey(kid: string, revokedAt: number): Promise<boolean> {
-    const [updated] = await this.sql.write([
-      this.sql.db
-        .updateTable('signing_keys')
-        .set({ revoked_at: revokedAt })
-        .where('kid', '=', kid)
-        .where('revoked_at', 'is', null)
-        .compile(),
-    ]);
+  async revokeSigningKey(
+    kid: string,
+    revokedAt: number,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
+    const [updated] = await this.sql.write(
+      [
+        this.sql.db
+          .updateTable('signing_keys')
+          .set({ revoked_at: revokedAt })
+          .where('kid', '=', kid)
+          .where('revoked_at', 'is', null)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return updated === 1;
   }
 

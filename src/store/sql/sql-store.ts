@@ -2,6 +2,8 @@ import type { Store } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
+import { SqlEventRepository } from './sql-events.js';
+import { SqlConsoleSessionRepository } from './sql-console-sessions.js';
 import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
@@ -10,6 +12,7 @@ import { SqlWebhookRepository } from './sql-webhooks.js';
 
 /** The Store of every SQL dialect: repositories built on one dialect's executor. */
 export class SqlStore implements Store {
+  readonly events: SqlEventRepository;
   readonly applications: SqlApplicationRepository;
   readonly users: SqlUserRepository;
   readonly groups: SqlGroupRepository;
@@ -17,10 +20,12 @@ export class SqlStore implements Store {
   readonly settings: SqlSettingRepository;
   readonly signingKeys: SqlSigningKeyRepository;
   readonly webhooks: SqlWebhookRepository;
+  readonly consoleSessions: SqlConsoleSessionRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
     this.kind = sql.kind;
+    this.events = new SqlEventRepository(sql);
     this.applications = new SqlApplicationRepository(sql);
     this.users = new SqlUserRepository(sql);
     this.groups = new SqlGroupRepository(sql, this.users);
@@ -28,6 +33,7 @@ export class SqlStore implements Store {
     this.settings = new SqlSettingRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
     this.webhooks = new SqlWebhookRepository(sql);
+    this.consoleSessions = new SqlConsoleSessionRepository(sql);
   }
 
   ping(): Promise<void> {

@@ -1,4 +1,5 @@
 import type {
+  NewEvent,
   PageQuery,
   UserFilter,
   UserIdentity,
@@ -11,7 +12,7 @@ import type {
 import type { CompiledQuery, Insertable, Updateable } from 'kysely';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
-import { type UserRow, normalizeEmail, toUserRecord, toUserRow } from './rows.js';
+import { type UserRow, normalizeEmail, toEventRow, toUserRecord, toUserRow } from './rows.js';
 import { compileUserPredicate, predicateShape, predicateValues } from './sql-user-query.js';
 import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
 
@@ -102,12 +103,14 @@ export class SqlUserRepository implements UserRepository {
     );
   }
 
-  async insertUser(user: UserRecord): Promise<void> {
+  async insertUser(user: UserRecord, events: readonly NewEvent[]): Promise<void> {
     const row = toUserRow(user);
-    await this.sql.write([this.#insertUser(...ROW_COLUMNS.map((column) => row[column]))]);
+    await this.sql.write([this.#insertUser(...ROW_COLUMNS.map((column) => row[column]))], {
+      events: events.map(toEventRow),
+    });
   }
 
-  async insertUsers(users: readonly UserRecord[]): Promise<void> {
+  async insertUsers(users: readonly UserRecord[], events: readonly NewEvent[]): Promise<void> {
     if (users.length === 0) return;
     const statements = [];
     for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
@@ -135,7 +138,7 @@ export class SqlUserRepository implements UserRepository {
         this.#insertFullChunk(...rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]))),
       );
     }
-    await this.sql.write(statements);
+    await this.sql.write(statements, { events: events.map(toEventRow) });
   }
 
   async findUser(identity: UserIdentity): Promise<UserRecord | undefined> {
@@ -235,8 +238,14 @@ export class SqlUserRepository implements UserRepository {
     return Number(row?.count ?? 0);
   }
 
-  async replaceUser(next: UserRecord, expectedEtag: string): Promise<boolean> {
-    const [changed] = await this.sql.write([this.replaceStatement(next, expectedEtag)]);
+  async replaceUser(
+    next: UserRecord,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
+    const [changed] = await this.sql.write([this.replaceStatement(next, expectedEtag)], {
+      events: events.map(toEventRow),
+    });
     return changed === 1;
   }
 
@@ -251,15 +260,22 @@ export class SqlUserRepository implements UserRepository {
     );
   }
 
-  async deleteUser(identity: UserIdentity, expectedEtag: string): Promise<boolean> {
-    const [changed] = await this.sql.write([
-      this.sql.db
-        .deleteFrom('users')
-        .where('application', '=', identity.clientId)
-        .where('user_key', '=', encodeUserKey(identity.provider, identity.identifier))
-        .where('etag', '=', expectedEtag)
-        .compile(),
-    ]);
+  async deleteUser(
+    identity: UserIdentity,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean> {
+    const [changed] = await this.sql.write(
+      [
+        this.sql.db
+          .deleteFrom('users')
+          .where('application', '=', identity.clientId)
+          .where('user_key', '=', encodeUserKey(identity.provider, identity.identifier))
+          .where('etag', '=', expectedEtag)
+          .compile(),
+      ],
+      { events: events.map(toEventRow) },
+    );
     return changed === 1;
   }
 

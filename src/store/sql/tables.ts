@@ -121,7 +121,40 @@ export interface WebhookDeliveriesTable {
   attempt_log: string;
 }
 
+export interface EventsTable {
+  /** Commit order: SQLite's AUTOINCREMENT rowid; on PostgreSQL taken from event_sequence. */
+  seq: number | string;
+  type: string;
+  occurred_at: number | string;
+  actor_type: string;
+  actor_id: string | null;
+  client_id: string | null;
+  resource_type: string;
+  /** JSON text of the resource's identifying members. */
+  resource_id: string;
+  /** JSON text of the changed members, or null. */
+  changes: string | null;
+  request_id: string | null;
+}
+
+/** PostgreSQL only: one row whose `last` is the last event seq handed out. */
+export interface EventSequenceTable {
+  id: number;
+  last: number | string;
+}
+
+export interface ConsoleSessionsTable {
+  id_digest: string;
+  api_key_id: string;
+  key_digest: string;
+  csrf_token: string;
+  created_at: number | string;
+  last_seen_at: number | string;
+}
+
 export interface Tables {
+  events: EventsTable;
+  event_sequence: EventSequenceTable;
   applications: ApplicationsTable;
   users: UsersTable;
   scim_groups: ScimGroupsTable;
@@ -130,6 +163,7 @@ export interface Tables {
   signing_keys: SigningKeysTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  console_sessions: ConsoleSessionsTable;
 }
 
 // U+001F sorts below every character a provider may contain ('-' is the smallest), so the

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import { migrateToLatest } from '../sql/migrate.js';
+import { EVENT_COLUMNS } from '../sql/rows.js';
 import type { Tables } from '../sql/tables.js';
 import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
@@ -46,6 +47,7 @@ export class SqliteExecutor implements SqlExecutor {
   /** Column names of the statements select() runs in raw mode. */
   readonly #columns = new WeakMap<Database.Statement, string[]>();
   readonly #ping: Database.Statement;
+  #insertEventStatement: Database.Statement | undefined;
 
   constructor(database: Database.Database, options: { lockWaitMs?: number } = {}) {
     this.#database = database;
@@ -77,15 +79,23 @@ export class SqliteExecutor implements SqlExecutor {
   write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     // WriteOptions.serializable needs nothing here: with one writer connection, SQLite
     // transactions are serializable already. A throw inside the work rolls back its savepoint.
-    return this.#batcher.run(() =>
-      statements.map((query) => {
+    // Events go in the write's own savepoint: with it, or not at all. One writer at a time
+    // holds the database, so AUTOINCREMENT hands out ids in commit order.
+    const events = options.events ?? [];
+    return this.#batcher.run(() => {
+      const changed = statements.map((query) => {
         const changes = this.#prepare(query.sql).run(...query.parameters).changes;
         if (changes === 0 && options.everyStatementChanges === true) {
           throw new ConditionFailedError('a conditional statement changed no row');
         }
         return changes;
-      }),
-    );
+      });
+      if (events.length > 0 && changed.every((changes) => changes > 0)) {
+        const insert = this.#insertEvent;
+        for (const event of events) insert.run(EVENT_COLUMNS.map((column) => event[column]));
+      }
+      return changed;
+    });
   }
 
   ping(): Promise<void> {
@@ -149,6 +159,13 @@ export class SqliteExecutor implements SqlExecutor {
   async close(): Promise<void> {
     await this.#batcher.drain();
     if (this.#database.open) this.#database.close();
+  }
+
+  get #insertEvent(): Database.Statement {
+    this.#insertEventStatement ??= this.#database.prepare(
+      `insert into events (${EVENT_COLUMNS.join(', ')}) values (${EVENT_COLUMNS.map(() => '?').join(', ')})`,
+    );
+    return this.#insertEventStatement;
   }
 
   #prepare(text: string): Database.Statement {

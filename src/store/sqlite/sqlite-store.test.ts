@@ -85,7 +85,7 @@ describe('openSqliteStore on a file', () => {
     const first = open();
     await first.migrate();
     const stored = application('billing', { externalTokenValidation: { b: [1], a: 'ü 😀' } });
-    await first.applications.insertApplication(stored);
+    await first.applications.insertApplication(stored, []);
     assert.equal(await first.settings.getOrCreateSetting('cursor_key', 'k1'), 'k1');
     await first.close();
 
@@ -165,14 +165,16 @@ describe('openSqliteStore on a file', () => {
   it('waits for the write lock of another process without blocking reads, then writes', async () => {
     const store = open(60_000);
     await store.migrate();
-    await store.applications.insertApplication(application('before'));
+    await store.applications.insertApplication(application('before'), []);
     const other = new Database(path);
     try {
       other.exec('BEGIN IMMEDIATE');
       let settled = false;
-      const waiting = store.applications.insertApplication(application('waited')).finally(() => {
-        settled = true;
-      });
+      const waiting = store.applications
+        .insertApplication(application('waited'), [])
+        .finally(() => {
+          settled = true;
+        });
       // Several event-loop turns and timer ticks pass, reads are answered meanwhile.
       for (let turn = 0; turn < 5; turn++) {
         await new Promise((resolve) => setTimeout(resolve, 15));
@@ -198,12 +200,12 @@ describe('openSqliteStore on a file', () => {
   it('refuses writes while another connection holds the write lock, then recovers', async () => {
     const store = open(50);
     await store.migrate();
-    await store.applications.insertApplication(application('before'));
+    await store.applications.insertApplication(application('before'), []);
     const other = new Database(path);
     try {
       other.exec('BEGIN IMMEDIATE');
       await assert.rejects(
-        store.applications.insertApplication(application('blocked')),
+        store.applications.insertApplication(application('blocked'), []),
         (error) => error instanceof StoreUnavailableError && error.scope === 'all',
       );
       // WAL: readers are not blocked by the writer.
@@ -213,21 +215,22 @@ describe('openSqliteStore on a file', () => {
       other.close();
     }
     assert.equal(await store.applications.findApplication('blocked'), undefined);
-    await store.applications.insertApplication(application('blocked'));
+    await store.applications.insertApplication(application('blocked'), []);
     assert.deepEqual(await store.applications.findApplication('blocked'), application('blocked'));
   });
 
   it('refuses writes that do not fit on a full disk, keeps reading, and recovers', async () => {
     const store = open();
     await store.migrate();
-    for (const id of ['a', 'b', 'c']) await store.applications.insertApplication(application(id));
+    for (const id of ['a', 'b', 'c'])
+      await store.applications.insertApplication(application(id), []);
     const pages = pragmaOnStoreConnection(store, 'page_count');
     pragmaOnStoreConnection(store, `max_page_count = ${String(pages)}`);
 
     const big = application('big', { description: 'x'.repeat(2000).repeat(100) });
     const batch = [application('small-1'), big, application('small-2')];
     const outcomes = await Promise.allSettled(
-      batch.map((record) => store.applications.insertApplication(record)),
+      batch.map((record) => store.applications.insertApplication(record, [])),
     );
     const bigOutcome = outcomes[1]!;
     assert.equal(bigOutcome.status, 'rejected');
@@ -244,17 +247,17 @@ describe('openSqliteStore on a file', () => {
     await store.ping();
 
     pragmaOnStoreConnection(store, 'max_page_count = 1073741823');
-    await store.applications.insertApplication(big);
+    await store.applications.insertApplication(big, []);
     assert.deepEqual(await store.applications.findApplication('big'), big);
   });
 
   it('refuses writes on a read-only connection, keeps reading, and recovers', async () => {
     const store = open();
     await store.migrate();
-    await store.applications.insertApplication(application('a'));
+    await store.applications.insertApplication(application('a'), []);
     pragmaOnStoreConnection(store, 'query_only = 1');
     await assert.rejects(
-      store.applications.insertApplication(application('b')),
+      store.applications.insertApplication(application('b'), []),
       (error) => error instanceof StoreUnavailableError && error.scope === 'writes',
     );
     await assert.rejects(
@@ -264,7 +267,7 @@ describe('openSqliteStore on a file', () => {
     assert.deepEqual(await store.applications.findApplication('a'), application('a'));
     await store.ping();
     pragmaOnStoreConnection(store, 'query_only = 0');
-    await store.applications.insertApplication(application('b'));
+    await store.applications.insertApplication(application('b'), []);
     assert.equal(await store.applications.countApplications({ clientIds: null }), 2);
   });
 
@@ -272,7 +275,7 @@ describe('openSqliteStore on a file', () => {
     it('both migrate when started together', async () => {
       const [a, b] = [open(), open()];
       await Promise.all([a.migrate(), b.migrate()]);
-      await a.applications.insertApplication(application('shared'));
+      await a.applications.insertApplication(application('shared'), []);
       assert.deepEqual(await b.applications.findApplication('shared'), application('shared'));
     });
 
@@ -295,10 +298,10 @@ describe('openSqliteStore on a file', () => {
         revokedAt: null,
       });
       const outcomes = await Promise.all([
-        a.apiKeys.insertFirstApiKey(key('from-a')),
-        b.apiKeys.insertFirstApiKey(key('from-b')),
-        a.apiKeys.insertFirstApiKey(key('from-a-2')),
-        b.apiKeys.insertFirstApiKey(key('from-b-2')),
+        a.apiKeys.insertFirstApiKey(key('from-a'), []),
+        b.apiKeys.insertFirstApiKey(key('from-b'), []),
+        a.apiKeys.insertFirstApiKey(key('from-a-2'), []),
+        b.apiKeys.insertFirstApiKey(key('from-b-2'), []),
       ]);
       assert.equal(outcomes.filter(Boolean).length, 1);
       assert.equal(await a.apiKeys.countApiKeys({ includeRevoked: true }), 1);
@@ -320,9 +323,9 @@ describe('openSqliteStore on a file', () => {
       const [a, b] = [open(), open()];
       await a.migrate();
       await b.migrate();
-      await a.applications.insertApplication(application('billing'));
+      await a.applications.insertApplication(application('billing'), []);
       await assert.rejects(
-        b.applications.insertApplication(application('billing')),
+        b.applications.insertApplication(application('billing'), []),
         DuplicateError,
       );
     });

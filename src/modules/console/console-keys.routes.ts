@@ -1,0 +1,200 @@
+// API keys and signing keys in the console. A new or rotated key's secret is in that one
+// response (never stored, never cached: no-store, and htmx keeps no page history).
+
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Services } from '../../app.js';
+import type { Clock } from '../../clock.js';
+import { ProblemError, problem } from '../../problems.js';
+import type { Role } from '../../roles.js';
+import {
+  type CreateApiKeyBody,
+  CreateApiKeyBody as CreateApiKeySchema,
+  DEFAULT_ROTATION_OVERLAP_SECONDS,
+} from '../api-keys/api-keys.schemas.js';
+import { type ApiKeyFormValues, apiKeysPage, secretPage } from './console-api-keys.view.js';
+import { formProblem, noticeOf } from './console-applications.routes.js';
+import type { FieldErrors } from './console-layout.view.js';
+import { signingKeysPage } from './console-signing-keys.view.js';
+import {
+  consoleOrigin,
+  formOf,
+  redirectAfterPost,
+  requireRole,
+  sessionOf,
+  viewerOf,
+} from './console.routes.js';
+import { assertBody, formList, formText } from './console.schemas.js';
+
+const PAGE_SIZE = 50;
+
+const NOTICES: Record<string, string> = {
+  revoked: 'The key was revoked; it no longer works anywhere.',
+  'signing-rotated': 'A new signing key was added; it starts signing shortly.',
+  'signing-revoked': 'The signing key was revoked and left the published key set.',
+};
+
+function html(reply: FastifyReply, status: number, body: { text: string }) {
+  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
+}
+
+export function registerConsoleKeyRoutes(
+  app: FastifyInstance,
+  services: Services,
+  clock: Clock,
+): void {
+  const { apiKeys, signingKeys } = services;
+
+  async function renderKeys(
+    request: Parameters<typeof viewerOf>[0],
+    reply: FastifyReply,
+    form: { values: ApiKeyFormValues; errors: FieldErrors; message: string | null },
+    status = 200,
+  ) {
+    const query = request.query as Record<string, string | undefined>;
+    const includeRevoked = query.include_revoked === 'true';
+    const after = query.after ?? null;
+    const rows = await apiKeys.listApiKeys(
+      sessionOf(request).key,
+      { includeRevoked },
+      after,
+      PAGE_SIZE + 1,
+    );
+    const keys = rows.slice(0, PAGE_SIZE);
+    return html(
+      reply,
+      status,
+      apiKeysPage(
+        viewerOf(request),
+        {
+          keys,
+          includeRevoked,
+          next: rows.length > PAGE_SIZE ? keys.at(-1)!.id : null,
+          paged: after !== null,
+          now: clock.now(),
+          form,
+        },
+        noticeOf(request, NOTICES),
+      ),
+    );
+  }
+
+  app.get('/api-keys', { schema: { hide: true } }, async function listApiKeys(request, reply) {
+    requireRole(request, 'keys:read');
+    return renderKeys(request, reply, {
+      values: { name: '', roles: [], applications: '', expires_at: '' },
+      errors: new Map(),
+      message: null,
+    });
+  });
+
+  app.post('/api-keys', { schema: { hide: true } }, async function createApiKey(request, reply) {
+    requireRole(request, 'keys:read');
+    requireRole(request, 'keys:write');
+    const form = formOf(request);
+    const values: ApiKeyFormValues = {
+      name: formText(form, 'name'),
+      roles: form.roles ?? [],
+      applications: formText(form, 'applications'),
+      expires_at: formText(form, 'expires_at').trim(),
+    };
+    try {
+      const restriction = formList(form, 'applications');
+      const body = assertBody<CreateApiKeyBody>(CreateApiKeySchema, {
+        name: values.name,
+        roles: values.roles,
+        applications: restriction.length === 0 ? null : restriction,
+        expires_at: values.expires_at === '' ? null : values.expires_at,
+      });
+      const issued = await apiKeys.createApiKey(
+        sessionOf(request).key,
+        {
+          name: body.name.trim(),
+          roles: body.roles as Role[],
+          applications: body.applications ?? null,
+          expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
+        },
+        consoleOrigin(request),
+      );
+      return html(reply, 201, secretPage(viewerOf(request), issued.record, issued.secret, false));
+    } catch (error) {
+      if (error instanceof ProblemError && error.status === 403) {
+        return renderKeys(
+          request,
+          reply,
+          { values, errors: new Map(), message: error.message },
+          403,
+        );
+      }
+      const { errors, message, status } = formProblem(error);
+      return renderKeys(request, reply, { values, errors, message }, status);
+    }
+  });
+
+  app.post(
+    '/api-keys/:id/rotate',
+    { schema: { hide: true } },
+    async function rotateApiKey(request, reply) {
+      requireRole(request, 'keys:write');
+      const { id } = request.params as { id: string };
+      const issued = await apiKeys.rotateApiKey(
+        sessionOf(request).key,
+        id,
+        DEFAULT_ROTATION_OVERLAP_SECONDS * 1000,
+        consoleOrigin(request),
+      );
+      return html(reply, 200, secretPage(viewerOf(request), issued.record, issued.secret, true));
+    },
+  );
+
+  app.post(
+    '/api-keys/:id/revoke',
+    { schema: { hide: true } },
+    async function revokeApiKey(request, reply) {
+      requireRole(request, 'keys:write');
+      const { id } = request.params as { id: string };
+      await apiKeys.revokeApiKey(sessionOf(request).key, id, consoleOrigin(request));
+      return redirectAfterPost(reply, '/console/api-keys?notice=revoked');
+    },
+  );
+
+  app.get(
+    '/signing-keys',
+    { schema: { hide: true } },
+    async function listSigningKeys(request, reply) {
+      requireRole(request, 'keys:read');
+      const keys = await signingKeys.listSigningKeys();
+      return html(reply, 200, signingKeysPage(viewerOf(request), keys, noticeOf(request, NOTICES)));
+    },
+  );
+
+  function requireUnrestricted(request: Parameters<typeof sessionOf>[0]): void {
+    requireRole(request, 'keys:write');
+    if (sessionOf(request).key.applications !== null) {
+      throw problem(
+        'forbidden',
+        'This API key is restricted to some applications; signing keys serve them all.',
+      );
+    }
+  }
+
+  app.post(
+    '/signing-keys/rotate',
+    { schema: { hide: true } },
+    async function rotateSigningKey(request, reply) {
+      requireUnrestricted(request);
+      await signingKeys.rotate(consoleOrigin(request));
+      return redirectAfterPost(reply, '/console/signing-keys?notice=signing-rotated');
+    },
+  );
+
+  app.post(
+    '/signing-keys/:kid/revoke',
+    { schema: { hide: true } },
+    async function revokeSigningKey(request, reply) {
+      requireUnrestricted(request);
+      const { kid } = request.params as { kid: string };
+      await signingKeys.revokeSigningKey(kid, consoleOrigin(request));
+      return redirectAfterPost(reply, '/console/signing-keys?notice=signing-revoked');
+    },
+  );
+}

@@ -1,0 +1,317 @@
+// An application's users in the console: the list's filters and keyset paging (a page deep in
+// a million users costs what the first does), create, edit with roles and scopes as chips,
+// activate or deactivate, delete.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../../app.js';
+import { problem } from '../../problems.js';
+import type { UserFilter, UserPosition } from '../../store/store.js';
+import {
+  type CreateUserBody,
+  type ReplaceUserBody,
+  CreateUserBody as CreateUserSchema,
+  ReplaceUserBody as ReplaceUserSchema,
+} from '../users/users.schemas.js';
+import { formProblem, noticeOf } from './console-applications.routes.js';
+import type { FieldErrors } from './console-layout.view.js';
+import {
+  USER_FILTERS,
+  type UserFilterValues,
+  type UserFormValues,
+  newUserPage,
+  userPage,
+  userValuesOf,
+  usersPage,
+} from './console-users.view.js';
+import {
+  consoleOrigin,
+  formOf,
+  redirectAfterPost,
+  requireApplication,
+  requireRole,
+  viewerOf,
+} from './console.routes.js';
+import {
+  type FormFields,
+  UserFilters,
+  assertBody,
+  formList,
+  formText,
+  uniqueList,
+} from './console.schemas.js';
+
+const PAGE_SIZE = 50;
+
+const NOTICES: Record<string, string> = {
+  created: 'The user was created.',
+  saved: 'The changes were saved.',
+  unchanged: 'Nothing changed.',
+  activated: 'The user is active.',
+  deactivated: 'The user is inactive.',
+  deleted: 'The user was deleted.',
+};
+
+function html(reply: FastifyReply, status: number, body: { text: string }) {
+  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
+}
+
+/** The position after which the next page starts, as an opaque cursor of the page's links. */
+export function encodeUserCursor(position: UserPosition): string {
+  return Buffer.from(JSON.stringify([position.provider, position.identifier])).toString(
+    'base64url',
+  );
+}
+
+function decodeUserCursor(cursor: string): UserPosition {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      value.every((part) => typeof part === 'string')
+    ) {
+      return { provider: value[0] as string, identifier: value[1] as string };
+    }
+  } catch {
+    // answered below
+  }
+  throw problem('validation-failed', 'This page link is damaged; start from the first page.');
+}
+
+function valuesFrom(form: FormFields): UserFormValues {
+  return {
+    provider: formText(form, 'provider').trim(),
+    identifier: formText(form, 'identifier'),
+    name: formText(form, 'name'),
+    email: formText(form, 'email').trim(),
+    locale: formText(form, 'locale').trim(),
+    avatar: formText(form, 'avatar').trim(),
+    roles: uniqueList([...(form.roles ?? []), ...formList(form, 'roles_new')]),
+    scopes: uniqueList([...(form.scopes ?? []), ...formList(form, 'scopes_new')]),
+    roles_new: '',
+    scopes_new: '',
+  };
+}
+
+function profileOf(values: UserFormValues) {
+  return {
+    name: values.name,
+    email: values.email,
+    locale: values.locale,
+    avatar: values.avatar === '' ? null : values.avatar,
+    roles: values.roles,
+    scopes: values.scopes,
+  };
+}
+
+export function registerConsoleUserRoutes(app: FastifyInstance, services: Services): void {
+  const { users, applications } = services;
+  const base = (clientId: string) => `/console/applications/${clientId}/users`;
+
+  function clientIdOf(request: FastifyRequest, role: 'users:read' | 'users:write'): string {
+    requireRole(request, role);
+    const { client_id: clientId } = request.params as { client_id: string };
+    requireApplication(request, clientId);
+    return clientId;
+  }
+
+  app.get(
+    '/applications/:client_id/users',
+    { schema: { hide: true } },
+    async function listUsers(request, reply) {
+      const clientId = clientIdOf(request, 'users:read');
+      const query = request.query as Record<string, string | undefined>;
+      const filters = Object.fromEntries(
+        USER_FILTERS.map((name) => [name, (query[name] ?? '').trim()]),
+      ) as UserFilterValues;
+      const filter: UserFilter = {
+        clientId,
+        provider: filters.provider || null,
+        email: filters.email || null,
+        role: filters.role || null,
+        scope: filters.scope || null,
+        active:
+          filters.active === ''
+            ? null
+            : filters.active === 'true'
+              ? true
+              : filters.active === 'false'
+                ? false
+                : null,
+      };
+      let filterErrors: FieldErrors = new Map();
+      try {
+        const { clientId: _clientId, ...checked } = filter;
+        assertBody(UserFilters, {
+          ...checked,
+          active: filters.active === '' ? null : (filter.active ?? filters.active),
+        });
+      } catch (error) {
+        filterErrors = formProblem(error).errors;
+      }
+      const application = await applications.findApplication(clientId);
+      const after = query.after === undefined ? null : decodeUserCursor(query.after);
+      const rows = filterErrors.size > 0 ? [] : await users.listUsers(filter, after, PAGE_SIZE + 1);
+      const items = rows.slice(0, PAGE_SIZE);
+      return html(
+        reply,
+        filterErrors.size > 0 ? 400 : 200,
+        usersPage(
+          viewerOf(request),
+          {
+            clientId,
+            displayName: application.displayName,
+            filters,
+            filterErrors,
+            items,
+            next: rows.length > PAGE_SIZE ? encodeUserCursor(items.at(-1)!) : null,
+            paged: after !== null,
+          },
+          noticeOf(request, NOTICES),
+        ),
+      );
+    },
+  );
+
+  app.get(
+    '/applications/:client_id/users/new',
+    { schema: { hide: true } },
+    async function newUser(request, reply) {
+      const clientId = clientIdOf(request, 'users:write');
+      await applications.findApplication(clientId);
+      return html(
+        reply,
+        200,
+        newUserPage(viewerOf(request), clientId, valuesFrom({ locale: ['en'] }), new Map(), null),
+      );
+    },
+  );
+
+  app.post(
+    '/applications/:client_id/users',
+    { schema: { hide: true } },
+    async function createUser(request, reply) {
+      const clientId = clientIdOf(request, 'users:write');
+      const values = valuesFrom(formOf(request));
+      try {
+        const body = assertBody<CreateUserBody>(CreateUserSchema, {
+          provider: values.provider,
+          identifier: values.identifier,
+          ...profileOf(values),
+        });
+        const user = await users.createUser(clientId, body, consoleOrigin(request));
+        return redirectAfterPost(reply, `${base(clientId)}/${user.id}?notice=created`);
+      } catch (error) {
+        const { errors, message, status } = formProblem(error);
+        return html(
+          reply,
+          status,
+          newUserPage(viewerOf(request), clientId, values, errors, message),
+        );
+      }
+    },
+  );
+
+  app.get(
+    '/applications/:client_id/users/:id',
+    { schema: { hide: true } },
+    async function showUser(request, reply) {
+      const clientId = clientIdOf(request, 'users:read');
+      const { id } = request.params as { id: string };
+      const user = await users.findUserById(clientId, id);
+      return html(
+        reply,
+        200,
+        userPage(
+          viewerOf(request),
+          clientId,
+          user,
+          { values: userValuesOf(user), errors: new Map(), message: null },
+          noticeOf(request, NOTICES),
+        ),
+      );
+    },
+  );
+
+  app.post(
+    '/applications/:client_id/users/:id',
+    { schema: { hide: true } },
+    async function saveUser(request, reply) {
+      const clientId = clientIdOf(request, 'users:write');
+      const { id } = request.params as { id: string };
+      const form = formOf(request);
+      const values = valuesFrom(form);
+      const etag = formText(form, 'etag');
+      try {
+        const body = assertBody<ReplaceUserBody>(ReplaceUserSchema, profileOf(values));
+        const before = await users.findUserById(clientId, id);
+        const saved = await users.updateUserById(
+          clientId,
+          id,
+          (version) => version === etag,
+          consoleOrigin(request),
+          () => ({
+            name: body.name.trim(),
+            avatar: body.avatar ?? null,
+            email: body.email,
+            locale: body.locale,
+            roles: body.roles,
+            scopes: body.scopes,
+          }),
+        );
+        const notice = saved.etag === before.etag ? 'unchanged' : 'saved';
+        return redirectAfterPost(reply, `${base(clientId)}/${id}?notice=${notice}`);
+      } catch (error) {
+        const { errors, message, status } = formProblem(error);
+        const user = await users.findUserById(clientId, id);
+        const form =
+          status === 412
+            ? { values: userValuesOf(user), errors, message }
+            : {
+                values: { ...values, provider: user.provider, identifier: user.identifier },
+                errors,
+                message,
+              };
+        return html(reply, status, userPage(viewerOf(request), clientId, user, form, null));
+      }
+    },
+  );
+
+  app.post(
+    '/applications/:client_id/users/:id/active',
+    { schema: { hide: true } },
+    async function setActive(request, reply) {
+      const clientId = clientIdOf(request, 'users:write');
+      const { id } = request.params as { id: string };
+      const active = formText(formOf(request), 'active') === 'true';
+      await users.updateUserById(
+        clientId,
+        id,
+        () => true,
+        consoleOrigin(request),
+        () => ({ active }),
+      );
+      return redirectAfterPost(
+        reply,
+        `${base(clientId)}/${id}?notice=${active ? 'activated' : 'deactivated'}`,
+      );
+    },
+  );
+
+  app.post(
+    '/applications/:client_id/users/:id/delete',
+    { schema: { hide: true } },
+    async function deleteUser(request, reply) {
+      const clientId = clientIdOf(request, 'users:write');
+      const { id } = request.params as { id: string };
+      if (formText(formOf(request), 'confirm') !== 'yes') {
+        throw problem(
+          'validation-failed',
+          'Tick the confirmation box to delete the user; nothing was deleted.',
+        );
+      }
+      await users.deleteUserById(clientId, id, () => true, consoleOrigin(request));
+      return redirectAfterPost(reply, `${base(clientId)}?notice=deleted`);
+    },
+  );
+}

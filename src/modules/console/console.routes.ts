@@ -1,0 +1,314 @@
+// The admin console at /console: server-rendered pages, enhanced by htmx (served from this
+// origin), in one Fastify scope of its own. Every response carries a strict CSP; every page
+// but sign-in needs a session; every POST needs the session's CSRF token and a same-origin
+// Origin. The pages call the services directly, with the API's schemas and the caller's key.
+
+import type { ChangeOrigin } from '../changes.js';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import cookie from '@fastify/cookie';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../../app.js';
+import type { Clock } from '../../clock.js';
+import type { AuthFailureLimiter } from '../../http/auth-failures.js';
+import { toProblem } from '../../http/error-handler.js';
+import { type ProblemError, problem } from '../../problems.js';
+import type { Role } from '../../roles.js';
+import { registerConsoleApplicationRoutes } from './console-applications.routes.js';
+import { registerConsoleKeyRoutes } from './console-keys.routes.js';
+import type { Viewer } from './console-layout.view.js';
+import { errorPage, messagePage, signInPage } from './console-sign-in.view.js';
+import { registerConsoleUserRoutes } from './console-users.routes.js';
+import { type FormFields, formText, parseForm } from './console.schemas.js';
+import { type ConsoleSession, type ConsoleSessions, csrfTokenMatches } from './console.service.js';
+
+export const CONSOLE_PREFIX = '/console';
+const COOKIE = 'tessera_console';
+
+/** Every console response: this origin only, never framed, forms post only here. */
+export const CONSOLE_CSP =
+  "default-src 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'; form-action 'self'";
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Console routes served without a session (sign-in, assets). */
+    consolePublic?: boolean;
+  }
+  interface FastifyRequest {
+    consoleSession: ConsoleSession | null;
+  }
+}
+
+export interface ConsoleDeps {
+  services: Services;
+  clock: Clock;
+  sessions: ConsoleSessions;
+  /** Failed sign-ins count with failed API keys, per address. */
+  failures: AuthFailureLimiter;
+}
+
+/** The session of a request that passed the session hook. */
+export function sessionOf(request: FastifyRequest): ConsoleSession {
+  return request.consoleSession!;
+}
+
+/** The origin of a change made in the console: the session's API key, the request id. */
+export function consoleOrigin(request: FastifyRequest): ChangeOrigin {
+  return { actor: { type: 'api_key', id: sessionOf(request).key.id }, requestId: request.id };
+}
+
+export function viewerOf(request: FastifyRequest): Viewer {
+  const { key, record } = sessionOf(request);
+  return {
+    keyName: key.name,
+    roles: key.roles as Role[],
+    applications: key.applications,
+    csrfToken: record.csrfToken,
+  };
+}
+
+/** 403 unless the session's key carries the role: the console enforces what it does not show. */
+export function requireRole(request: FastifyRequest, role: Role): void {
+  if (!sessionOf(request).key.roles.includes(role)) {
+    throw problem('forbidden', `This API key lacks the role ${role}.`);
+  }
+}
+
+/** 403 unless the key may act on the application; checked before any lookup. */
+export function requireApplication(request: FastifyRequest, clientId: string): void {
+  const allowed = sessionOf(request).key.applications;
+  if (allowed !== null && !allowed.includes(clientId)) {
+    throw problem('forbidden', 'This API key is restricted to other applications.');
+  }
+}
+
+export function formOf(request: FastifyRequest): FormFields {
+  return (request.body as FormFields | undefined) ?? {};
+}
+
+/** After a successful POST: see the result with a GET (htmx follows it too). */
+export function redirectAfterPost(reply: FastifyReply, location: string) {
+  return reply.redirect(location, 303);
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** The Origin of a state-changing request must be this server's, when the browser sends one. */
+function sameOrigin(request: FastifyRequest): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return request.headers['sec-fetch-site'] !== 'cross-site';
+  return origin === `${request.protocol}://${request.host}`;
+}
+
+function loadAssets(): Map<string, { body: Buffer; type: string }> {
+  const here = new URL('../../../src/modules/console/assets/', import.meta.url);
+  const require = createRequire(import.meta.url);
+  return new Map([
+    [
+      'htmx.min.js',
+      {
+        body: readFileSync(require.resolve('htmx.org/dist/htmx.min.js')),
+        type: 'text/javascript; charset=utf-8',
+      },
+    ],
+    [
+      'console.js',
+      { body: readFileSync(new URL('console.js', here)), type: 'text/javascript; charset=utf-8' },
+    ],
+    [
+      'console.css',
+      { body: readFileSync(new URL('console.css', here)), type: 'text/css; charset=utf-8' },
+    ],
+  ]);
+}
+
+export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
+  const assets = loadAssets();
+  await app.register(
+    async function consoleScope(scope) {
+      await scope.register(cookie);
+      scope.decorateRequest('consoleSession', null);
+      scope.addContentTypeParser(
+        'application/x-www-form-urlencoded',
+        { parseAs: 'string' },
+        function parseFormBody(_request, body, done) {
+          done(null, parseForm(body as string));
+        },
+      );
+
+      scope.addHook('onRequest', async function guardConsole(_request, reply) {
+        reply.header('content-security-policy', CONSOLE_CSP);
+        reply.header('x-frame-options', 'DENY');
+        reply.header('referrer-policy', 'no-referrer');
+        reply.header('cache-control', 'no-store');
+      });
+
+      scope.addHook('preHandler', async function requireSession(request, reply) {
+        if (request.routeOptions.config.consolePublic === true) return;
+        const sessionId = request.cookies[COOKIE];
+        const session = sessionId === undefined ? null : await deps.sessions.findSession(sessionId);
+        if (session === null) {
+          if (sessionId !== undefined) clearSessionCookie(reply);
+          const location = `${CONSOLE_PREFIX}/sign-in${sessionId === undefined ? '' : '?ended=1'}`;
+          if (request.headers['hx-request'] === 'true') {
+            return reply.header('hx-redirect', location).code(401).send('');
+          }
+          return request.method === 'GET'
+            ? reply.redirect(location, 303)
+            : reply
+                .code(401)
+                .type('text/html; charset=utf-8')
+                .send(
+                  errorPage(
+                    null,
+                    401,
+                    'Your session has ended (signed out, timed out, or its key was revoked). Sign in again.',
+                  ).text,
+                );
+        }
+        request.consoleSession = session;
+        if (request.method !== 'GET' && request.method !== 'HEAD') {
+          const sent =
+            (request.headers['x-csrf-token'] as string | undefined) ??
+            formText(formOf(request), '_csrf');
+          if (!sameOrigin(request) || !csrfTokenMatches(session.record, sent || undefined)) {
+            throw problem(
+              'forbidden',
+              'This form did not come from this console page (its CSRF token is missing or wrong). Reload the page and try again.',
+            );
+          }
+        }
+      });
+
+      scope.setErrorHandler(function renderConsoleError(error, request, reply) {
+        const failure: ProblemError = toProblem(error);
+        if (failure.status >= 500) request.log.error({ err: error }, 'console request failed');
+        const viewer = request.consoleSession === null ? null : viewerOf(request);
+        return reply
+          .code(failure.status)
+          .headers(failure.headers)
+          .type('text/html; charset=utf-8')
+          .send(
+            errorPage(
+              viewer,
+              failure.status,
+              failure.status >= 500 ? 'Something went wrong; try again.' : failure.detail,
+            ).text,
+          );
+      });
+
+      scope.get(
+        '/assets/:name',
+        { config: { consolePublic: true }, schema: { hide: true } },
+        function serveAsset(request, reply) {
+          const asset = assets.get((request.params as { name: string }).name);
+          if (asset === undefined) throw problem('not-found', 'No such console asset.');
+          return reply
+            .header('cache-control', 'public, max-age=3600')
+            .type(asset.type)
+            .send(asset.body);
+        },
+      );
+
+      scope.get('/', { schema: { hide: true } }, function openConsole(request, reply) {
+        const { key } = sessionOf(request);
+        const home = key.roles.includes('applications:read')
+          ? '/applications'
+          : key.roles.includes('keys:read')
+            ? '/api-keys'
+            : '/account';
+        return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
+      });
+
+      scope.get('/account', { schema: { hide: true } }, function showAccount(request, reply) {
+        const viewer = viewerOf(request);
+        const roles = viewer.roles.join(', ') || 'none';
+        return reply
+          .type('text/html; charset=utf-8')
+          .send(
+            messagePage(viewer, 'Your key', `This key's roles (${roles}) open no console page.`)
+              .text,
+          );
+      });
+
+      scope.get(
+        '/sign-in',
+        { config: { consolePublic: true }, schema: { hide: true } },
+        async function showSignIn(request, reply) {
+          const sessionId = request.cookies[COOKIE];
+          if (sessionId !== undefined && (await deps.sessions.findSession(sessionId)) !== null) {
+            return reply.redirect(CONSOLE_PREFIX, 303);
+          }
+          const query = request.query as Record<string, string | undefined>;
+          const notice =
+            query['signed-out'] !== undefined
+              ? 'You are signed out.'
+              : query.ended !== undefined
+                ? 'Your session has ended; sign in again.'
+                : null;
+          return reply.type('text/html; charset=utf-8').send(signInPage({ notice }).text);
+        },
+      );
+
+      scope.post(
+        '/sign-in',
+        { config: { consolePublic: true }, schema: { hide: true } },
+        async function signIn(request, reply) {
+          if (!sameOrigin(request)) {
+            throw problem('forbidden', 'Sign in from this console page.');
+          }
+          const waitMs = await deps.failures.retryAfterMs(request.ip);
+          if (waitMs > 0) {
+            throw problem(
+              'rate-limited',
+              'Too many failed sign-ins from this address; wait a minute.',
+              {
+                headers: { 'retry-after': String(Math.ceil(waitMs / 1000)) },
+              },
+            );
+          }
+          const secret = formText(formOf(request), 'key').trim();
+          const result = secret === '' ? null : await deps.sessions.signIn(secret);
+          if (result === null || !result.ok) {
+            if (result !== null) await deps.failures.recordFailure(request.ip);
+            return reply
+              .code(secret === '' ? 400 : 401)
+              .type('text/html; charset=utf-8')
+              .send(
+                signInPage({
+                  keyError:
+                    secret === ''
+                      ? 'API key is required.'
+                      : 'API key does not work: it is unknown, revoked or expired.',
+                }).text,
+              );
+          }
+          reply.setCookie(COOKIE, result.sessionId, {
+            path: CONSOLE_PREFIX,
+            httpOnly: true,
+            sameSite: 'strict',
+            secure: !(request.protocol === 'http' && isLoopbackHost(request.hostname)),
+          });
+          return redirectAfterPost(reply, CONSOLE_PREFIX);
+        },
+      );
+
+      scope.post('/sign-out', { schema: { hide: true } }, async function signOut(request, reply) {
+        await deps.sessions.signOut(request.cookies[COOKIE]!);
+        clearSessionCookie(reply);
+        return redirectAfterPost(reply, `${CONSOLE_PREFIX}/sign-in?signed-out=1`);
+      });
+
+      registerConsoleApplicationRoutes(scope, deps.services);
+      registerConsoleUserRoutes(scope, deps.services);
+      registerConsoleKeyRoutes(scope, deps.services, deps.clock);
+    },
+    { prefix: CONSOLE_PREFIX },
+  );
+}
+
+function clearSessionCookie(reply: FastifyReply): void {
+  reply.clearCookie(COOKIE, { path: CONSOLE_PREFIX, httpOnly: true, sameSite: 'strict' });
+}

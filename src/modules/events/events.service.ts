@@ -1,0 +1,55 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../../clock.js';
+import type { EventFilter, EventRecord, Store } from '../../store/store.js';
+
+/** How often a long poll looks for new events (other instances write them too). */
+const POLL_INTERVAL_MS = 100;
+
+/** Events pruned per statement, so retention never holds the write lock long. */
+const PRUNE_BATCH = 1000;
+
+export interface EventListing {
+  filter: EventFilter;
+  after: string | null;
+  limit: number;
+  /** Wait up to this long for a first matching event; 0: answer at once. */
+  waitMs: number;
+}
+
+/** The audit trail, read: the change feed with its filters and long poll, and retention. */
+export class EventsService {
+  #stopping = false;
+  readonly #stop = new AbortController();
+
+  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+
+  /** Events after `after` in commit order; with waitMs, waits for the first one to commit. */
+  async listEvents(listing: EventListing): Promise<EventRecord[]> {
+    const page = { after: listing.after, limit: listing.limit };
+    const deadline = Date.now() + listing.waitMs;
+    for (;;) {
+      const events = await this.deps.store.events.listEvents(listing.filter, page);
+      if (events.length > 0 || this.#stopping || Date.now() >= deadline) return events;
+      await sleep(Math.min(POLL_INTERVAL_MS, deadline - Date.now()), undefined, {
+        signal: this.#stop.signal,
+      }).catch(() => undefined);
+    }
+  }
+
+  /** Ends every long poll now (the server is stopping): they answer with what they have. */
+  stopWaiting(): void {
+    this.#stopping = true;
+    this.#stop.abort();
+  }
+
+  /** Deletes events older than `retentionDays`; returns how many it deleted. */
+  async pruneEvents(retentionDays: number): Promise<number> {
+    const before = this.deps.clock.now() - retentionDays * 86_400_000;
+    let total = 0;
+    for (;;) {
+      const deleted = await this.deps.store.events.pruneEvents(before, PRUNE_BATCH);
+      total += deleted;
+      if (deleted < PRUNE_BATCH || this.#stopping) return total;
+    }
+  }
+}

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuplicateError } from '../errors.js';
+import type { ConsoleSessionRecord } from '../store.js';
+import { type ContractContext, T0 } from './fixtures.js';
+
+function sessionRecord(
+  idDigest: string,
+  overrides: Partial<ConsoleSessionRecord> = {},
+): ConsoleSessionRecord {
+  return {
+    idDigest,
+    apiKeyId: 'key-1',
+    keyDigest: 'f'.repeat(64),
+    csrfToken: `csrf-${idDigest}`,
+    createdAt: T0,
+    lastSeenAt: T0,
+    ...overrides,
+  };
+}
+
+export function describeConsoleSessionsContract(ctx: ContractContext): void {
+  describe('console sessions', () => {
+    it('finds what it stored, and nothing for another digest', async () => {
+      const session = sessionRecord('a'.repeat(64), { createdAt: T0 + 1, lastSeenAt: T0 + 2 });
+      await ctx.store.consoleSessions.insertConsoleSession(session);
+      assert.deepEqual(
+        await ctx.store.consoleSessions.findConsoleSession(session.idDigest),
+        session,
+      );
+      assert.equal(await ctx.store.consoleSessions.findConsoleSession('b'.repeat(64)), undefined);
+    });
+
+    it('refuses a second session with the same digest', async () => {
+      await ctx.store.consoleSessions.insertConsoleSession(sessionRecord('a'));
+      await assert.rejects(
+        ctx.store.consoleSessions.insertConsoleSession(sessionRecord('a', { apiKeyId: 'other' })),
+        DuplicateError,
+      );
+      assert.equal((await ctx.store.consoleSessions.findConsoleSession('a'))?.apiKeyId, 'key-1');
+    });
+
+    it('moves last_seen_at forwards only', async () => {
+      await ctx.store.consoleSessions.insertConsoleSession(sessionRecord('a'));
+      await ctx.store.consoleSessions.touchConsoleSession('a', T0 + 5_000);
+      await ctx.store.consoleSessions.touchConsoleSession('a', T0 + 1_000);
+      assert.equal(
+        (await ctx.store.consoleSessions.findConsoleSession('a'))?.lastSeenAt,
+        T0 + 5_000,
+      );
+    });
+
+    it('deletes one session, once', async () => {
+      await ctx.store.consoleSessions.insertConsoleSession(sessionRecord('a'));
+      await ctx.store.consoleSessions.insertConsoleSession(sessionRecord('b'));
+      assert.equal(await ctx.store.consoleSessions.deleteConsoleSession('a'), true);
+      assert.equal(await ctx.store.consoleSessions.deleteConsoleSession('a'), false);
+      assert.equal(await ctx.store.consoleSessions.findConsoleSession('a'), undefined);
+      assert.ok(await ctx.store.consoleSessions.findConsoleSession('b'));
+    });
+
+    it('deletes the sessions idle or old past the given times, and only those', async () => {
+      await ctx.store.consoleSessions.insertConsoleSession(
+        sessionRecord('idle', { createdAt: T0 + 100, lastSeenAt: T0 + 100 }),
+      );
+      await ctx.store.consoleSessions.insertConsoleSession(
+        sessionRecord('old', { createdAt: T0, lastSeenAt: T0 + 1_000 }),
+      );
+      await ctx.store.consoleSessions.insertConsoleSession(
+        sessionRecord('live', { createdAt: T0 + 100, lastSeenAt: T0 + 1_000 }),
+      );
+      assert.equal(
+        await ctx.store.consoleSessions.deleteExpiredConsoleSessions(T0 + 500, T0 + 50),
+        2,
+      );
+      assert.equal(await ctx.store.consoleSessions.findConsoleSession('idle'), undefined);
+      assert.equal(await ctx.store.consoleSessions.findConsoleSession('old'), undefined);
+      assert.ok(await ctx.store.consoleSessions.findConsoleSession('live'));
+    });
+  });
+}

@@ -1,0 +1,500 @@
+// tessera-test: both-stores
+// The admin console over HTTP (inject): sessions, CSRF, the pages' main tasks, field errors
+// from the API's problem documents, and what a key's roles hide. The browser suite
+// (console-browser.test.ts) drives the same pages in Chromium.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { type TestContext, buildTestApp, call } from './helpers.js';
+
+/** A browser in miniature: one cookie jar, the CSRF token of the last page, form posts. */
+class ConsoleClient {
+  cookie: string | null = null;
+  csrf = '';
+  constructor(
+    private readonly ctx: TestContext,
+    private readonly host = '127.0.0.1:8080',
+  ) {}
+
+  async get(url: string): Promise<LightMyRequestResponse> {
+    const response = await this.ctx.app.inject({ method: 'GET', url, headers: this.headers() });
+    this.remember(response);
+    return response;
+  }
+
+  async post(
+    url: string,
+    fields: Record<string, string | string[]>,
+    options: { csrf?: boolean; origin?: string | null } = {},
+  ): Promise<LightMyRequestResponse> {
+    const body = new URLSearchParams();
+    if (options.csrf !== false) body.append('_csrf', this.csrf);
+    for (const [name, value] of Object.entries(fields)) {
+      for (const one of Array.isArray(value) ? value : [value]) body.append(name, one);
+    }
+    const origin = options.origin === undefined ? `http://${this.host}` : options.origin;
+    const response = await this.ctx.app.inject({
+      method: 'POST',
+      url,
+      headers: {
+        ...this.headers(),
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(origin === null ? {} : { origin }),
+      },
+      payload: body.toString(),
+    });
+    this.remember(response);
+    return response;
+  }
+
+  async signIn(key: string): Promise<LightMyRequestResponse> {
+    return this.post('/console/sign-in', { key }, { csrf: false });
+  }
+
+  private headers(): Record<string, string> {
+    return { host: this.host, ...(this.cookie === null ? {} : { cookie: this.cookie }) };
+  }
+
+  private remember(response: LightMyRequestResponse): void {
+    const setCookie = response.headers['set-cookie'];
+    for (const line of Array.isArray(setCookie) ? setCookie : setCookie ? [setCookie] : []) {
+      const [pair] = line.split(';');
+      this.cookie = pair!.endsWith('=') ? null : pair!;
+    }
+    const token = /name="_csrf" value="([^"]+)"/.exec(response.body);
+    if (token) this.csrf = token[1]!;
+  }
+}
+
+describe('admin console', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await buildTestApp();
+  });
+  after(() => ctx.close());
+
+  async function signedIn(key = ctx.adminKey): Promise<ConsoleClient> {
+    const client = new ConsoleClient(ctx);
+    const response = await client.signIn(key);
+    assert.equal(response.statusCode, 303, response.body);
+    await client.get('/console/applications');
+    return client;
+  }
+
+  describe('sessions', () => {
+    it('sends a browser without a session to sign in, under a strict CSP', async () => {
+      const response = await ctx.app.inject({ method: 'GET', url: '/console/applications' });
+      assert.equal(response.statusCode, 303);
+      assert.equal(response.headers.location, '/console/sign-in');
+      const page = await ctx.app.inject({ method: 'GET', url: '/console/sign-in' });
+      assert.equal(page.statusCode, 200);
+      assert.match(String(page.headers['content-security-policy']), /default-src 'self'/);
+      assert.match(String(page.headers['content-security-policy']), /frame-ancestors 'none'/);
+      assert.equal(page.headers['x-frame-options'], 'DENY');
+      assert.doesNotMatch(page.body, /<script>|<style>| style="| on[a-z]+="/);
+    });
+
+    it('refuses a wrong key next to the field, and sets no cookie', async () => {
+      const client = new ConsoleClient(ctx);
+      const response = await client.signIn('tsr_not-a-key-at-all-0000000000000000000000000');
+      assert.equal(response.statusCode, 401);
+      assert.equal(response.headers['set-cookie'], undefined);
+      assert.match(response.body, /aria-describedby="field-key-error"/);
+      assert.match(response.body, /id="field-key-error">API key does not work/);
+    });
+
+    it('signs in with an HttpOnly, SameSite=Strict cookie, Secure unless on plain-HTTP loopback', async () => {
+      const loopback = await new ConsoleClient(ctx).signIn(ctx.adminKey);
+      const cookie = String(loopback.headers['set-cookie']);
+      assert.match(cookie, /HttpOnly/);
+      assert.match(cookie, /SameSite=Strict/);
+      assert.match(cookie, /Path=\/console/);
+      assert.doesNotMatch(cookie, /Secure/);
+      const remote = await new ConsoleClient(ctx, 'iam.example.com').signIn(ctx.adminKey);
+      assert.equal(remote.statusCode, 303);
+      assert.match(String(remote.headers['set-cookie']), /Secure/);
+    });
+
+    it('keeps neither the key nor the session id in the store', async () => {
+      const client = await signedIn();
+      const sessionId = client.cookie!.split('=')[1]!;
+      const { createHash } = await import('node:crypto');
+      const digest = createHash('sha256').update(sessionId).digest('hex');
+      const record = await ctx.store.consoleSessions.findConsoleSession(digest);
+      assert.ok(record, 'the session is found by the digest of its id');
+      assert.doesNotMatch(JSON.stringify(record), new RegExp(`${sessionId}|${ctx.adminKey}`));
+    });
+
+    it('ends a session after 30 minutes idle', async () => {
+      const client = await signedIn();
+      ctx.clock.advance(29 * 60_000);
+      assert.equal((await client.get('/console/applications')).statusCode, 200);
+      ctx.clock.advance(30 * 60_000);
+      const response = await client.get('/console/applications');
+      assert.equal(response.statusCode, 303);
+      assert.equal(response.headers.location, '/console/sign-in?ended=1');
+    });
+
+    it('ends a busy session 8 hours after sign-in', async () => {
+      const client = await signedIn();
+      for (let step = 0; step < 19; step++) {
+        ctx.clock.advance(25 * 60_000);
+        assert.equal((await client.get('/console/applications')).statusCode, 200);
+      }
+      ctx.clock.advance(5 * 60_000 - 1);
+      assert.equal((await client.get('/console/applications')).statusCode, 200);
+      ctx.clock.advance(1);
+      assert.equal((await client.get('/console/applications')).statusCode, 303);
+    });
+
+    it('ends every session of a key when the key is revoked', async () => {
+      const key = await ctx.createKey({ name: 'short-lived' });
+      const client = await signedIn(key);
+      const record = (await ctx.services.authenticator.authenticate(key))!;
+      assert.equal((await call(ctx, 'DELETE', `/api-keys/${record.id}`)).statusCode, 204);
+      assert.equal((await client.get('/console/applications')).statusCode, 303);
+    });
+
+    it('signs out: the old cookie no longer opens a page', async () => {
+      const client = await signedIn();
+      const cookie = client.cookie;
+      const response = await client.post('/console/sign-out', {});
+      assert.equal(response.statusCode, 303);
+      assert.equal(response.headers.location, '/console/sign-in?signed-out=1');
+      client.cookie = cookie;
+      assert.equal((await client.get('/console/applications')).statusCode, 303);
+    });
+
+    it('refuses a POST without the CSRF token, or from another origin, and changes nothing', async () => {
+      const client = await signedIn();
+      const fields = { client_id: 'csrf-victim', display_name: 'Victim', description: '' };
+      const withoutToken = await client.post('/console/applications', fields, { csrf: false });
+      assert.equal(withoutToken.statusCode, 403);
+      assert.match(withoutToken.body, /CSRF token/);
+      const crossSite = await client.post('/console/applications', fields, {
+        origin: 'http://evil.example',
+      });
+      assert.equal(crossSite.statusCode, 403);
+      assert.equal((await call(ctx, 'GET', '/applications/csrf-victim')).statusCode, 404);
+    });
+  });
+
+  describe('applications', () => {
+    it('creates, edits and deletes an application through its forms', async () => {
+      const client = await signedIn();
+      const created = await client.post('/console/applications', {
+        client_id: 'console-app',
+        display_name: 'Console app',
+        description: 'Made in the console',
+        mode: 'internal',
+        jwt_expiration_in_minutes: '30',
+        scim_provider: '',
+        external_token_validation: '',
+      });
+      assert.equal(created.statusCode, 303, created.body);
+      assert.equal(created.headers.location, '/console/applications/console-app?notice=created');
+      const page = await client.get(created.headers.location!);
+      assert.match(page.body, /The application was created/);
+      const etag = /name="etag" value="([^"]+)"/.exec(page.body)![1]!;
+      const saved = await client.post('/console/applications/console-app', {
+        etag,
+        display_name: 'Console app',
+        description: 'Edited',
+        mode: 'external',
+        jwt_expiration_in_minutes: '45',
+        scim_provider: '',
+        external_token_validation: '{"google_oauth2":{"issuer":"https://accounts.google.com"}}',
+      });
+      assert.equal(saved.statusCode, 303, saved.body);
+      const api = await call(ctx, 'GET', '/applications/console-app');
+      assert.equal(api.json().mode, 'external');
+      assert.equal(api.json().jwt_expiration_in_minutes, 45);
+      assert.deepEqual(api.json().external_token_validation, {
+        google_oauth2: { issuer: 'https://accounts.google.com' },
+      });
+
+      const stale = await client.post('/console/applications/console-app', {
+        etag,
+        display_name: 'Stale',
+        description: '',
+      });
+      assert.equal(stale.statusCode, 412);
+      assert.match(stale.body, /changed this meanwhile/);
+
+      const wrongConfirm = await client.post('/console/applications/console-app/delete', {
+        confirm: 'console-ap',
+      });
+      assert.equal(wrongConfirm.statusCode, 400);
+      assert.match(wrongConfirm.body, /id="field-confirm-error"/);
+      assert.equal((await call(ctx, 'GET', '/applications/console-app')).statusCode, 200);
+      const deleted = await client.post('/console/applications/console-app/delete', {
+        confirm: 'console-app',
+      });
+      assert.equal(deleted.statusCode, 303);
+      assert.equal((await call(ctx, 'GET', '/applications/console-app')).statusCode, 404);
+    });
+
+    it('shows the API problem document’s field errors next to their fields, and creates nothing', async () => {
+      const client = await signedIn();
+      const response = await client.post('/console/applications', {
+        client_id: 'bad app',
+        display_name: '   ',
+        description: '',
+        mode: 'internal',
+        jwt_expiration_in_minutes: '1.5',
+        external_token_validation: '{"unclosed": ',
+      });
+      assert.equal(response.statusCode, 400);
+      assert.match(
+        response.body,
+        /id="field-external_token_validation"\s+name="external_token_validation"\s+aria-describedby="field-external_token_validation-hint field-external_token_validation-error"\s+aria-invalid="true"/,
+      );
+      assert.match(response.body, /External token validation \(JSON\) must be valid JSON/);
+      const schemaErrors = await client.post('/console/applications', {
+        client_id: 'bad app',
+        display_name: '   ',
+        description: '',
+        mode: 'internal',
+        jwt_expiration_in_minutes: '1.5',
+        external_token_validation: '[1, 2]',
+      });
+      assert.equal(schemaErrors.statusCode, 400);
+      for (const name of [
+        'client_id',
+        'display_name',
+        'jwt_expiration_in_minutes',
+        'external_token_validation',
+      ]) {
+        assert.match(schemaErrors.body, new RegExp(`id="field-${name}-error"`), name);
+      }
+      assert.match(schemaErrors.body, /Access-token lifetime \(minutes\) must be an integer/);
+      assert.match(schemaErrors.body, /value="bad app"/, 'what was typed stays in the form');
+      assert.equal(
+        (await call(ctx, 'GET', '/applications?limit=1000'))
+          .json()
+          .items.some((application: { client_id: string }) => application.client_id === 'bad app'),
+        false,
+      );
+    });
+
+    it('searches by client_id prefix, in keyset pages of 25', async () => {
+      for (let n = 0; n < 30; n++) {
+        await call(ctx, 'POST', '/applications', {
+          body: {
+            client_id: `search-${String(n).padStart(2, '0')}`,
+            display_name: `S ${n}`,
+            description: '',
+          },
+        });
+      }
+      await call(ctx, 'POST', '/applications', {
+        body: { client_id: 'searchless', display_name: 'Other', description: '' },
+      });
+      const client = await signedIn();
+      const first = await client.get('/console/applications?prefix=search-');
+      const shown = (body: string) =>
+        [...body.matchAll(/<td>\s*<a href="\/console\/applications\/([^"/]+)"/g)].map((m) => m[1]);
+      assert.equal(shown(first.body).length, 25);
+      assert.equal(shown(first.body)[0], 'search-00');
+      const next = /href="([^"]+)" rel="next"/.exec(first.body)![1]!.replaceAll('&amp;', '&');
+      const second = await client.get(next);
+      assert.deepEqual(shown(second.body), [
+        'search-25',
+        'search-26',
+        'search-27',
+        'search-28',
+        'search-29',
+      ]);
+      assert.doesNotMatch(second.body, /rel="next"/);
+      const invalid = await client.get('/console/applications?prefix=%2F');
+      assert.equal(invalid.statusCode, 400);
+      assert.match(invalid.body, /id="field-prefix-error"/);
+    });
+  });
+
+  describe('users', () => {
+    before(async () => {
+      await call(ctx, 'POST', '/applications', {
+        body: { client_id: 'people', display_name: 'People', description: '' },
+      });
+      for (let n = 0; n < 60; n++) {
+        await call(ctx, 'POST', '/applications/people/users', {
+          body: {
+            provider: n % 3 === 0 ? 'azure_saml' : 'google_oauth2',
+            identifier: `user-${String(n).padStart(3, '0')}`,
+            name: `User ${n}`,
+            email: `user${n}@example.com`,
+            locale: 'en',
+            roles: n % 2 === 0 ? ['even'] : [],
+            scopes: [],
+          },
+        });
+      }
+    });
+
+    it('filters and pages through users', async () => {
+      const client = await signedIn();
+      const rows = (body: string) =>
+        [...body.matchAll(/<a href="[^"]+">(user-\d+)<\/a>/g)].map((m) => m[1]);
+      const first = await client.get('/console/applications/people/users');
+      assert.equal(rows(first.body).length, 50);
+      const next = /href="([^"]+)" rel="next"/.exec(first.body)![1]!.replaceAll('&amp;', '&');
+      assert.equal(rows((await client.get(next)).body).length, 10);
+      const filtered = await client.get(
+        '/console/applications/people/users?provider=azure_saml&role=even',
+      );
+      assert.deepEqual(
+        rows(filtered.body),
+        Array.from({ length: 60 }, (_, n) => n)
+          .filter((n) => n % 6 === 0)
+          .map((n) => `user-${String(n).padStart(3, '0')}`),
+      );
+      const invalid = await client.get('/console/applications/people/users?email=not-an-email');
+      assert.equal(invalid.statusCode, 400);
+      assert.match(invalid.body, /id="field-email-error">E-mail must be a valid e-mail address/);
+    });
+
+    it('creates a user, changes roles and scopes as chips, deactivates and deletes it', async () => {
+      const client = await signedIn();
+      const created = await client.post('/console/applications/people/users', {
+        provider: 'google_oauth2',
+        identifier: 'CN=Ada, OU=R&D',
+        name: 'Ada',
+        email: 'ada@example.com',
+        locale: 'en-GB',
+        avatar: '',
+        roles_new: 'admin billing:read',
+        scopes_new: 'org:acme',
+      });
+      assert.equal(created.statusCode, 303, created.body);
+      const location = created.headers.location!.split('?')[0]!;
+      const page = await client.get(location);
+      assert.match(page.body, /value="admin"\s+checked/);
+      const etag = /name="etag" value="([^"]+)"/.exec(page.body)![1]!;
+      const saved = await client.post(location, {
+        etag,
+        name: 'Ada King',
+        email: 'ada@example.com',
+        locale: 'en-GB',
+        avatar: '',
+        roles: ['billing:read'],
+        roles_new: 'auditor',
+        scopes: ['org:acme'],
+        scopes_new: '',
+      });
+      assert.equal(saved.statusCode, 303, saved.body);
+      const user = await call(
+        ctx,
+        'GET',
+        '/applications/people/users/google_oauth2/CN%3DAda%2C%20OU%3DR%26D',
+      );
+      assert.deepEqual(user.json().roles, ['billing:read', 'auditor']);
+      assert.equal(user.json().name, 'Ada King');
+
+      const badScope = await client.post(location, {
+        etag: /name="etag" value="([^"]+)"/.exec((await client.get(location)).body)![1]!,
+        name: 'Ada King',
+        email: 'ada@example.com',
+        locale: 'en-GB',
+        scopes_new: 'no-colon',
+      });
+      assert.equal(badScope.statusCode, 400);
+      assert.match(
+        badScope.body,
+        /id="field-scopes-error">Scopes: must be &lt;dimension&gt;:&lt;value&gt;/,
+      );
+
+      assert.equal((await client.post(`${location}/active`, { active: 'false' })).statusCode, 303);
+      const inactive = await call(
+        ctx,
+        'GET',
+        '/applications/people/users/google_oauth2/CN%3DAda%2C%20OU%3DR%26D',
+      );
+      assert.equal(inactive.json().active, false);
+      assert.equal((await client.post(`${location}/delete`, { confirm: 'yes' })).statusCode, 303);
+      const gone = await call(
+        ctx,
+        'GET',
+        '/applications/people/users/google_oauth2/CN%3DAda%2C%20OU%3DR%26D',
+      );
+      assert.equal(gone.statusCode, 404);
+    });
+  });
+
+  describe('keys', () => {
+    it('creates a key whose secret is shown once and works, then revokes it', async () => {
+      const client = await signedIn();
+      const created = await client.post('/console/api-keys', {
+        name: 'console made',
+        roles: ['users:read'],
+        applications: 'people',
+        expires_at: '',
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.equal(created.headers['cache-control'], 'no-store');
+      const secret = /id="secret"\s+class="mono"\s+value="(tsr_[^"]+)"/.exec(created.body)![1]!;
+      assert.equal(
+        (await call(ctx, 'GET', '/applications/people/users', { key: secret })).statusCode,
+        200,
+      );
+      const list = await client.get('/console/api-keys');
+      assert.doesNotMatch(list.body, new RegExp(secret));
+      const id = (await ctx.services.authenticator.authenticate(secret))!.id;
+      assert.equal((await client.post(`/console/api-keys/${id}/revoke`, {})).statusCode, 303);
+      assert.equal(
+        (await call(ctx, 'GET', '/applications/people/users', { key: secret })).statusCode,
+        401,
+      );
+    });
+
+    it('refuses roles beyond the signed-in key’s own, next to the form', async () => {
+      const key = await ctx.createKey({ roles: ['keys:read', 'keys:write'] });
+      const client = await signedIn(key);
+      const page = await client.get('/console/api-keys');
+      assert.doesNotMatch(page.body, /value="users:write"/, 'roles the key lacks are not offered');
+      const response = await client.post('/console/api-keys', {
+        name: 'escalation',
+        roles: ['users:write'],
+        applications: '',
+      });
+      assert.equal(response.statusCode, 403);
+    });
+
+    it('rotates a key: a new secret shown once; lists and rotates signing keys', async () => {
+      const client = await signedIn();
+      const key = await ctx.createKey({ name: 'to rotate', roles: ['users:read'] });
+      const id = (await ctx.services.authenticator.authenticate(key))!.id;
+      await client.get('/console/api-keys');
+      const rotated = await client.post(`/console/api-keys/${id}/rotate`, {});
+      assert.equal(rotated.statusCode, 200);
+      const secret = /value="(tsr_[^"]+)"/.exec(rotated.body)![1]!;
+      assert.notEqual(secret, key);
+      assert.ok(await ctx.services.authenticator.authenticate(secret));
+      const before = await client.get('/console/signing-keys');
+      const rows = (body: string) => (body.match(/<td class="mono">/g) ?? []).length;
+      assert.equal((await client.post('/console/signing-keys/rotate', {})).statusCode, 303);
+      assert.equal(rows((await client.get('/console/signing-keys')).body), rows(before.body) + 1);
+    });
+  });
+
+  describe('what a key’s roles forbid', () => {
+    it('is neither shown nor served', async () => {
+      const key = await ctx.createKey({ roles: ['users:read'], applications: ['people'] });
+      const client = await signedIn(key);
+      const home = await client.get('/console');
+      assert.equal(home.headers.location, '/console/account');
+      const users = await client.get('/console/applications/people/users');
+      assert.equal(users.statusCode, 200);
+      assert.doesNotMatch(
+        users.body,
+        /New user|href="\/console\/api-keys"|href="\/console\/applications"/,
+      );
+      assert.equal((await client.get('/console/applications')).statusCode, 403);
+      assert.equal((await client.get('/console/api-keys')).statusCode, 403);
+      assert.equal((await client.get('/console/applications/search-00/users')).statusCode, 403);
+      const write = await client.post('/console/applications/people/users', { provider: 'x_y' });
+      assert.equal(write.statusCode, 403);
+    });
+  });
+});
