@@ -57,7 +57,8 @@ describe('README webhook walkthrough', { timeout: 120_000 }, () => {
     assert.ok(feed, `the feed shows the change:\n${result.stdout}`);
     assert.match(
       result.stdout,
-      new RegExp(`^verified ${feed[2]} application.created \\[.*"after":"CRM"`, 'm'),
+      new RegExp(`verified ${feed[2]} application.created \\[.*"after":"CRM"`, 'm'),
+      `the receiver printed nothing verified; stderr:\n${result.stderr}`,
     );
   });
 });
