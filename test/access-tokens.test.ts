@@ -1,4 +1,4 @@
-// Tessera's own access tokens (SPEC §7): the trusted back-end route, the JWKS and discovery
+// Tessera's own access tokens (docs/api.md, Access tokens): the trusted back-end route, the JWKS and discovery
 // documents, signing-key rotation — and a resource server that verifies tokens with jose
 // against the JWKS over HTTP, as any back end would.
 
@@ -107,7 +107,7 @@ describe('a resource server verifying Tessera access tokens with jose against th
     return (token: string) => jwtVerify(token, keys, { issuer: ISSUER, audience, typ: 'at+jwt' });
   };
 
-  it('verifies a token and finds every claim of SPEC §7', async () => {
+  it('verifies a token and finds every claim docs/api.md lists', async () => {
     const { payload, protectedHeader } = await verifierFor('app-a')(tokenOf(await issue(ctx)));
     assert.equal(protectedHeader.alg, 'ES256');
     assert.equal(protectedHeader.typ, 'at+jwt');

@@ -1,4 +1,4 @@
-// The boundary tables of the applications resource: the field rules of SPEC §3 through POST,
+// The boundary tables of the applications resource: the field rules of docs/api.md through POST,
 // PUT and PATCH; media types; If-Match conditions; list query parameters and cursors.
 
 import { strict as assert } from 'node:assert';

@@ -237,7 +237,7 @@ const label = (row: RouteRow) => `${row.method} ${row.path}`;
 
 /**
  * Routes outside the API that anyone may call: health, metrics, the API documentation, token
- * discovery, and the token endpoint (whose credential is the outside ID token, SPEC §4).
+ * discovery, and the token endpoint (whose credential is the outside ID token).
  */
 const PUBLIC_ROUTES = [
   'GET /',

@@ -142,7 +142,7 @@ describe('loadConfig', () => {
   });
 });
 
-describe('loadConfig: access tokens (SPEC §7)', () => {
+describe('loadConfig: access tokens', () => {
   it('defaults to ES256, the listen address as issuer, and the SSRF fence on', () => {
     assert.deepEqual(loadConfig({}).tokens, {
       algorithm: 'ES256',

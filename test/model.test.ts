@@ -1,6 +1,6 @@
 // Model-based: random sequences of create / replace / patch / delete / get / list, by keys with
 // different roles and application restrictions, run against the app and against a small
-// in-memory model of SPEC.md (§2 authorization and status codes, §3 uniqueness, deleting an
+// in-memory model of the API's rules (docs/api.md: authorization and status codes, uniqueness, deleting an
 // application deletes its users). Any divergence fails, and fast-check shrinks the sequence to
 // a minimal one.
 
@@ -24,7 +24,7 @@ const GRANTS: Record<KeyName, { roles: readonly Role[]; restrictedTo?: 'a' }> = 
 type AppName = 'a' | 'b';
 const IDENTIFIERS = ['u1', 'u2', 'u3'] as const;
 
-/** What SPEC.md says the store holds: applications, and users by application and identifier. */
+/** What the API's rules say the store holds: applications, and users by application and identifier. */
 interface Model {
   applications: Map<AppName, { displayName: string }>;
   users: Map<string, { name: string }>;
@@ -37,7 +37,7 @@ interface Real {
   keys: Record<KeyName, string>;
 }
 
-/** SPEC §2: the role first, then the restriction, both before any lookup. */
+/** Authorization: the role first, then the restriction, both before any lookup. */
 function refusal(key: KeyName, role: Role, app: AppName | null): 403 | undefined {
   const grants = GRANTS[key];
   if (!grants.roles.includes(role)) return 403;
@@ -255,7 +255,7 @@ const commands = [
   fc.tuple(key, app).map(([k, a]) => new ReadUsers(k, a)),
 ];
 
-describe('the API against a model of SPEC.md', { timeout: 600_000 }, () => {
+describe('the API against a model of its rules', { timeout: 600_000 }, () => {
   let ctx: TestContext;
   let run = 0;
   before(async () => {

@@ -1,4 +1,4 @@
-// The SSRF fence around outside JWKS fetches (SPEC §7), tested with the escape hatch off:
+// The SSRF fence around outside JWKS fetches (docs/api.md, Access tokens), tested with the escape hatch off:
 // nothing inside the machine or the network is ever contacted.
 
 import { strict as assert } from 'node:assert';

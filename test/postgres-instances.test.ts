@@ -1,4 +1,4 @@
-// SPEC §6 and issue 3: several stateless Tessera processes on one PostgreSQL database, started
+// Issue 3: several stateless Tessera processes on one PostgreSQL database, started
 // as operators start them, called over real HTTP.
 
 import assert from 'node:assert/strict';

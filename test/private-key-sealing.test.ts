@@ -1,4 +1,4 @@
-// Private signing keys encrypted at rest with IAM_SECRET_KEY (AES-256-GCM), SPEC §8: sealed
+// Private signing keys encrypted at rest with IAM_SECRET_KEY (AES-256-GCM): sealed
 // when written, keys stored in clear sealed at start-up, and a missing or wrong key stops
 // start-up with one line. Without the key, one warning at start-up.
 

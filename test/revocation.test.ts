@@ -1,4 +1,4 @@
-// SPEC §5: "Revocation takes effect on every instance within 1 second." Two instances on one
+// "Revoking a key takes effect on every instance within one second" (docs/api.md). Two instances on one
 // database (a running server and `tessera keys revoke`, say; one SQLite file, or one
 // PostgreSQL schema in the PostgreSQL pass): the one that did not revoke trusts its cached
 // lookup for at most 500 ms of its clock, then refuses the key.

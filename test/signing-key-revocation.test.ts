@@ -1,4 +1,4 @@
-// Signing keys over the API (SPEC §8): GET /signing-keys lists them, never a private part;
+// Signing keys over the API (docs/api.md, Access tokens): GET /signing-keys lists them, never a private part;
 // POST /signing-keys/:kid/revoke removes a leaked key from the JWKS at once, a new active key
 // in place first. Checked as a resource server checks: jose's remote JWKS verifier, over HTTP.
 

@@ -1,4 +1,4 @@
-// What the security review found in the token exchange (SPEC §8, outside tokens): an
+// What the security review found in the token exchange (outside tokens): an
 // unverified e-mail address registered a user, an `iat` an hour ahead was accepted, a 180 KiB
 // `iss` was echoed into the answer and the log, and every exchange during a provider outage
 // fetched the JWKS again.

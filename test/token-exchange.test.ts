@@ -1,4 +1,4 @@
-// SPEC §7 token exchange against a real OpenID provider (oidc-provider, in process): genuine
+// The token exchange against a real OpenID provider (oidc-provider, in process): genuine
 // ID tokens from authorization code + PKCE, then every kind of forged or broken token.
 
 import { strict as assert } from 'node:assert';

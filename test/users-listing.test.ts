@@ -15,7 +15,7 @@ const USERS = `/applications/${CLIENT}/users`;
 
 type Pair = readonly [provider: string, identifier: string];
 
-/** (provider, identifier) in byte (UTF-8) order, as SPEC §4 requires. */
+/** (provider, identifier) in byte (UTF-8) order, as docs/api.md promises. */
 function compareBytes(a: Pair, b: Pair): number {
   return (
     Buffer.compare(Buffer.from(a[0]), Buffer.from(b[0])) ||

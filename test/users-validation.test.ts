@@ -64,7 +64,7 @@ const EMAIL_254 = emailOfLength(254);
 const EMAIL_255 = emailOfLength(255);
 const URL_PREFIX = 'https://example.com/';
 
-/** The rules of SPEC §3 User for the members a PUT or PATCH can change. */
+/** The rules of a user (docs/api.md, Users) for the members a PUT or PATCH can change. */
 const memberRules: Record<string, { accepted: Accepted[]; refused: Refused[] }> = {
   name: {
     accepted: [
@@ -211,7 +211,7 @@ const memberRules: Record<string, { accepted: Accepted[]; refused: Refused[] }> 
   },
 };
 
-describe('user member rules (SPEC §3 User)', () => {
+describe('user member rules (docs/api.md, Users)', () => {
   let ctx: TestContext;
   let counter = 0;
   const targetPath = userPath(CLIENT, PROVIDER, TARGET);
@@ -303,7 +303,7 @@ const identityRules: Record<string, { accepted: Accepted[]; refused: Refused[] }
   },
 };
 
-describe('user identity rules on create (SPEC §3 User)', () => {
+describe('user identity rules on create (docs/api.md, Users)', () => {
   let ctx: TestContext;
   let counter = 0;
   before(async () => {

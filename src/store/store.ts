@@ -360,7 +360,7 @@ export interface SettingRepository {
   putSetting(name: string, value: string): Promise<void>;
 }
 
-/** An asymmetric key Tessera signs access tokens with (SPEC §7). */
+/** An asymmetric key Tessera signs access tokens with. */
 export interface SigningKeyRecord {
   /** The JWS `kid`: random, unique. */
   kid: string;

@@ -27,6 +27,8 @@ const HTMX_CONFIG = JSON.stringify({
   historyCacheSize: 0,
   refreshOnHistoryMiss: true,
   selfRequestsOnly: true,
+  // Settling copies 'style' attributes by script, which the CSP refuses (and no element has one).
+  attributesToSettle: ['class', 'width', 'height'],
   responseHandling: [
     { code: '204', swap: false },
     { code: '[234]..', swap: true },
@@ -65,9 +67,10 @@ export function page(options: {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="htmx-config" content="${HTMX_CONFIG}">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${options.title} · Tessera console</title>
-<link rel="stylesheet" href="/console/assets/console.css">
+<link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">
+      <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/htmx.min.js" defer></script>
 <script src="/console/assets/console.js" defer></script>
 </head>

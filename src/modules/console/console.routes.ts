@@ -95,10 +95,17 @@ function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
-/** The Origin of a state-changing request must be this server's, when the browser sends one. */
+/**
+ * Whether a state-changing request comes from this console's own pages: the browser's
+ * Sec-Fetch-Site when it sends one (another port of this host is "same-site", not
+ * "same-origin"), else its Origin when it sends one. Clients that send neither still need the
+ * CSRF token.
+ */
 function sameOrigin(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined) return site === 'same-origin';
   const origin = request.headers.origin;
-  if (origin === undefined) return request.headers['sec-fetch-site'] !== 'cross-site';
+  if (origin === undefined) return true;
   return origin === `${request.protocol}://${request.host}`;
 }
 
@@ -117,6 +124,7 @@ function loadAssets(): Map<string, { body: Buffer; type: string }> {
       'console.js',
       { body: readFileSync(new URL('console.js', here)), type: 'text/javascript; charset=utf-8' },
     ],
+    ['favicon.svg', { body: readFileSync(new URL('favicon.svg', here)), type: 'image/svg+xml' }],
     [
       'console.css',
       { body: readFileSync(new URL('console.css', here)), type: 'text/css; charset=utf-8' },
@@ -141,8 +149,13 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       scope.addHook('onRequest', async function guardConsole(_request, reply) {
         reply.header('content-security-policy', CONSOLE_CSP);
         reply.header('x-frame-options', 'DENY');
-        reply.header('referrer-policy', 'no-referrer');
+        reply.header('referrer-policy', 'same-origin');
         reply.header('cache-control', 'no-store');
+      });
+
+      // The time the server spent on each console response (the benchmark reads it).
+      scope.addHook('onSend', async function reportServerTime(_request, reply) {
+        reply.header('server-timing', `app;dur=${reply.elapsedTime.toFixed(1)}`);
       });
 
       scope.addHook('preHandler', async function requireSession(request, reply) {

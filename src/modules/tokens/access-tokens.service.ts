@@ -1,4 +1,4 @@
-// Tessera's own access tokens (SPEC §7, RFC 9068): a JWT signed with the current signing
+// Tessera's own access tokens (RFC 9068): a JWT signed with the current signing
 // key, naming the user and the application, valid for the application's
 // jwt_expiration_in_minutes.
 

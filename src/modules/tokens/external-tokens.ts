@@ -1,5 +1,5 @@
 // Checking an ID token issued outside Tessera (Google, Apple, any OpenID provider) against
-// the application's external_token_validation (SPEC §7). One pipeline of small named checks;
+// the application's external_token_validation (docs/api.md, Access tokens). One pipeline of small named checks;
 // the exchange stops at the first that fails, and the dry run reports which one it was.
 
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
@@ -59,7 +59,7 @@ export const ASYMMETRIC_ALGORITHMS = [
 const PROVIDER = Compile(Provider);
 const IDENTIFIER = Compile(Identifier);
 
-/** exp, nbf and iat may be off by this much (SPEC §7, §8). */
+/** exp, nbf and iat may be off by this much. */
 export const CLOCK_TOLERANCE_SECONDS = 60;
 
 /** An entry of external_token_validation, checked and normalised. */

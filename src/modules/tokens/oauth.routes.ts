@@ -1,4 +1,4 @@
-// The public, key-less endpoints of SPEC §7: discovery (/.well-known/…) and the OAuth 2.0
+// The public, key-less endpoints of access tokens: discovery (/.well-known/…) and the OAuth 2.0
 // token endpoint. The token endpoint speaks RFC 6749, not RFC 9457: form-encoded requests,
 // `{ "error", "error_description" }` answers, `Cache-Control: no-store`.
 

@@ -24,7 +24,7 @@ import {
 
 /**
  * After a failed JWKS fetch, the same jwks_uri is not fetched again for this long: a burst of
- * exchanges during a provider outage makes one fetch, not one each (SPEC §8: at least 5 s).
+ * exchanges during a provider outage makes one fetch, not one each (for at least 5 s).
  */
 export const JWKS_FAILURE_MEMORY_MS = 5_000;
 

@@ -1,4 +1,4 @@
-// The keys Tessera signs access tokens with (SPEC §7). They live in the store, so every
+// The keys Tessera signs access tokens with. They live in the store, so every
 // instance sharing a database signs with, and publishes, the same keys.
 //
 // Life of a key, derived from its stored times (nothing is ever updated in place):

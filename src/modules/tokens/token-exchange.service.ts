@@ -1,4 +1,4 @@
-// RFC 8693 token exchange for native apps (SPEC §7): an ID token from an outside provider
+// RFC 8693 token exchange for native apps: an ID token from an outside provider
 // in, a Tessera access token out. The outside token is the only credential. The same
 // evaluation serves the integrators' dry run, which stops before creating anything.
 
@@ -220,7 +220,7 @@ function refusal(failure: CheckFailure): OAuthError {
 }
 
 /**
- * The user first login registers (SPEC §7): profile from the token's claims, empty roles
+ * The user first login registers (external mode): profile from the token's claims, empty roles
  * and scopes. Returns why not when the token carries no usable e-mail address.
  */
 export function registrationFromClaims(

@@ -1,0 +1,455 @@
+// The admin console in a real browser: Debian's chromium driven by playwright-core, against
+// Tessera started as `npm start` runs it (node dist/main.js), on the store of this pass
+// (TEST_STORE). Each page's main task end to end, one of them by keyboard only; axe-core on
+// every page (no serious or critical violation); the CSP on every response and no request to
+// another host; session expiry, sign-out, and a cross-site form post refused.
+//
+// Needs chromium (`apt-get install chromium`, or CHROMIUM_PATH). TESSERA_BROWSER_TESTS=skip
+// skips it with the reason printed (CI does so on its second Node.js line). Screenshots go to
+// TESSERA_SCREENSHOTS (a directory; `npm run console:screenshots` writes docs/console/).
+
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AxeBuilder } from '@axe-core/playwright';
+import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { TEST_STORE } from './helpers.js';
+import { createTestSchema, databaseUrlFor, postgresUnavailable } from './postgres.js';
+import { skipUnless } from './required-service.js';
+import { callServer, startServerProcess } from './server-process.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SCREENSHOTS = process.env.TESSERA_SCREENSHOTS;
+
+async function whyNotRun(): Promise<string | false> {
+  if (process.env.TESSERA_BROWSER_TESTS === 'skip') {
+    const reason = 'browser tests skipped: TESSERA_BROWSER_TESTS=skip';
+    process.stdout.write(`# ${reason}\n`);
+    return reason;
+  }
+  const missing = existsSync(CHROMIUM) ? undefined : `no chromium at ${CHROMIUM}`;
+  const chromiumSkip = skipUnless('browser (chromium)', missing);
+  if (chromiumSkip !== false) return chromiumSkip;
+  if (TEST_STORE === 'postgres') return skipUnless('PostgreSQL', await postgresUnavailable());
+  return false;
+}
+
+/** The axe-core findings of one page, by impact. */
+interface AxeSummary {
+  page: string;
+  violations: { id: string; impact: string | null | undefined; nodes: number }[];
+}
+
+async function startConsoleServer(env: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-console-browser-'));
+  const databaseUrl =
+    TEST_STORE === 'postgres'
+      ? databaseUrlFor(await createTestSchema())
+      : `sqlite:${join(dataDir, 'tessera.db')}`;
+  const adminKey = `tsr_browser_${randomBytes(24).toString('base64url')}`;
+  const server = await startServerProcess(process.execPath, ['dist/main.js'], {
+    DATABASE_URL: databaseUrl,
+    IAM_DATA_DIR: dataDir,
+    IAM_BOOTSTRAP_API_KEY: adminKey,
+    IAM_AUTH_FAILURES_PER_MINUTE: '0',
+    ...env,
+  });
+  return {
+    server,
+    adminKey,
+    stop: async () => {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe('the admin console in Chromium', { timeout: 300_000 }, async () => {
+  const skip = await whyNotRun();
+  let console_: Awaited<ReturnType<typeof startConsoleServer>>;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const axeResults: AxeSummary[] = [];
+  /** Hosts other than the server's that the browser asked for (the attacker page aside). */
+  const foreignRequests: string[] = [];
+  /** Responses of the server without the console's CSP. */
+  const withoutCsp: string[] = [];
+  const cspViolations: string[] = [];
+  let attacker: Server | undefined;
+  let attackerOrigin = '';
+  /** The hosts of the Tessera servers of this file. */
+  const serverHosts = new Set<string>();
+
+  before(async () => {
+    if (skip !== false) return;
+    console_ = await startConsoleServer();
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], {
+      origin: console_.server.baseUrl,
+    });
+    page = await context.newPage();
+    serverHosts.add(new URL(console_.server.baseUrl).host);
+    context.on('request', (request) => {
+      const url = new URL(request.url());
+      if (url.origin === attackerOrigin) return;
+      if (!serverHosts.has(url.host)) foreignRequests.push(request.url());
+    });
+    context.on('response', (response) => {
+      const url = new URL(response.url());
+      if (!serverHosts.has(url.host)) return;
+      const policy = response.headers()['content-security-policy'] ?? '';
+      if (!policy.includes("default-src 'self'") || !policy.includes("frame-ancestors 'none'")) {
+        withoutCsp.push(`${response.status()} ${response.url()}`);
+      }
+    });
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/.test(message.text())) {
+        cspViolations.push(
+          `${page.url()}: ${message.text().slice(0, 120)} at ${JSON.stringify(message.location())}`,
+        );
+      }
+    });
+  });
+
+  after(async () => {
+    if (skip !== false) return;
+    await browser?.close();
+    await console_?.stop();
+    attacker?.close();
+    const counts = new Map<string, number>();
+    for (const result of axeResults) {
+      for (const violation of result.violations) {
+        const impact = violation.impact ?? 'unknown';
+        counts.set(impact, (counts.get(impact) ?? 0) + 1);
+      }
+    }
+    process.stdout.write(
+      `# axe-core on ${axeResults.length} console pages (${TEST_STORE}): ` +
+        `${[...counts].map(([impact, n]) => `${n} ${impact}`).join(', ') || 'no violation'}\n`,
+    );
+  });
+
+  const url = (path: string) => `${console_.server.baseUrl}${path}`;
+
+  /** axe-core on the page as it is: no serious or critical violation. */
+  async function checkAccessibility(name: string): Promise<void> {
+    const results = await new AxeBuilder({ page }).analyze();
+    const violations = results.violations.map((violation) => ({
+      id: violation.id,
+      impact: violation.impact,
+      nodes: violation.nodes.length,
+    }));
+    axeResults.push({ page: name, violations });
+    const blocking = results.violations.filter(
+      (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+    );
+    assert.deepEqual(
+      blocking.map(
+        (violation) =>
+          `${violation.id}: ${violation.help} (${violation.nodes.map((n) => n.target.join(' ')).join(', ')})`,
+      ),
+      [],
+      `${name}: serious or critical axe-core violations`,
+    );
+  }
+
+  async function screenshot(name: string): Promise<void> {
+    const directory = SCREENSHOTS === undefined ? null : resolve(SCREENSHOTS);
+    if (directory === null || TEST_STORE !== 'sqlite') return;
+    mkdirSync(directory, { recursive: true });
+    await page.screenshot({ path: join(directory, `${name}.png`) });
+  }
+
+  /** Presses Tab until the focused element is the one named; the keyboard's way to a control. */
+  async function tabTo(name: string | RegExp, limit = 60): Promise<void> {
+    for (let presses = 0; presses < limit; presses++) {
+      await page.keyboard.press('Tab');
+      // Runs in the page (a string: these tests are compiled without the DOM's types).
+      const focused = (await page.evaluate(`(() => {
+        const element = document.activeElement;
+        if (element === null) return '';
+        const labelled = element.id
+          ? document.querySelector('label[for="' + element.id + '"]')?.textContent
+          : null;
+        return (labelled ?? element.getAttribute('aria-label') ?? element.textContent ?? '').trim();
+      })()`)) as string;
+      if (typeof name === 'string' ? focused === name : name.test(focused)) return;
+    }
+    throw new Error(`Tab never reached ${String(name)}`);
+  }
+
+  it('signs in and creates an application by keyboard only', { skip }, async () => {
+    await page.goto(url('/console'));
+    assert.equal(new URL(page.url()).pathname, '/console/sign-in');
+    await checkAccessibility('sign-in');
+    await screenshot('sign-in');
+    // The key field has the focus on arrival.
+    await page.keyboard.type(console_.adminKey);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/applications$/);
+    await checkAccessibility('applications (empty)');
+
+    await tabTo('New application');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/applications\/new$/);
+    await checkAccessibility('new application');
+    await tabTo('client_id');
+    await page.keyboard.type('billing-web');
+    await tabTo('Display name');
+    await page.keyboard.type('Billing');
+    await tabTo('Description');
+    await page.keyboard.type('Invoices and payments');
+    await tabTo('Access-token lifetime (minutes)');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('30');
+    await tabTo('Create application');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/applications\/billing-web\?notice=created$/);
+    assert.match(await page.locator('[role=status]').first().innerText(), /was created/);
+    const api = await callServer(
+      console_.server,
+      console_.adminKey,
+      'GET',
+      '/applications/billing-web',
+    );
+    assert.equal(api.status, 200);
+    assert.equal(api.body.jwt_expiration_in_minutes, 30);
+    await checkAccessibility('application');
+  });
+
+  it('shows the API’s field errors next to their fields', { skip }, async () => {
+    await page.goto(url('/console/applications/billing-web'));
+    await page.fill('#field-display_name', '   ');
+    await page.fill('#field-external_token_validation', '{"google_oauth2": {"issuer": ');
+    await page.click('text=Save changes');
+    const error = page.locator('#field-external_token_validation-error');
+    await error.waitFor();
+    assert.match(await error.innerText(), /must be valid JSON/);
+    assert.equal(
+      await page.getAttribute('#field-external_token_validation', 'aria-describedby'),
+      'field-external_token_validation-hint field-external_token_validation-error',
+    );
+    await page.fill('#field-external_token_validation', '[]');
+    await page.click('text=Save changes');
+    await page.locator('#field-display_name-error').waitFor();
+    assert.match(
+      await page.locator('#field-display_name-error').innerText(),
+      /Display name must be/,
+    );
+    assert.match(
+      await page.locator('#field-external_token_validation-error').innerText(),
+      /must be an object or null/,
+    );
+    await checkAccessibility('application with field errors');
+    await screenshot('application-field-errors');
+    const api = await callServer(
+      console_.server,
+      console_.adminKey,
+      'GET',
+      '/applications/billing-web',
+    );
+    assert.equal(api.body.display_name, 'Billing', 'nothing changed');
+  });
+
+  it('searches applications by client_id prefix as one types', { skip }, async () => {
+    for (const clientId of ['billing-api', 'shop-web']) {
+      await callServer(console_.server, console_.adminKey, 'POST', '/applications', {
+        client_id: clientId,
+        display_name: clientId,
+        description: '',
+      });
+    }
+    await page.goto(url('/console/applications'));
+    await page.fill('#field-prefix', 'bill');
+    await page.waitForURL(/prefix=bill/);
+    await page.waitForFunction(`!document.body.innerText.includes('shop-web')`);
+    const shown = await page.locator('#application-list tbody tr td:first-child').allInnerTexts();
+    assert.deepEqual(shown, ['billing-api', 'billing-web']);
+    await checkAccessibility('applications (search)');
+    await screenshot('applications');
+  });
+
+  it(
+    'adds a user with roles as chips, changes them, and pages through users',
+    { skip },
+    async () => {
+      for (let n = 0; n < 55; n++) {
+        await callServer(
+          console_.server,
+          console_.adminKey,
+          'POST',
+          '/applications/billing-web/users',
+          {
+            provider: 'google_oauth2',
+            identifier: `1${String(n).padStart(14, '0')}`,
+            name: `Customer ${n}`,
+            email: `customer${n}@example.com`,
+            locale: 'en-GB',
+            roles: n % 5 === 0 ? ['billing:approver'] : [],
+            scopes: ['org:acme'],
+          },
+        );
+      }
+      await page.goto(url('/console/applications/billing-web'));
+      await page.click('a:has-text("Users")');
+      await page.waitForURL(/\/users$/);
+      assert.equal(await page.locator('#user-list tbody tr').count(), 50);
+      await checkAccessibility('users');
+      await screenshot('users');
+      await page.click('a[rel=next]');
+      await page.waitForURL(/after=/);
+      assert.equal(await page.locator('#user-list tbody tr').count(), 5);
+
+      await page.goto(url('/console/applications/billing-web/users/new'));
+      await page.fill('#field-provider', 'azure_saml');
+      await page.fill('#field-identifier', 'CN=Ada Lovelace,OU=R&D');
+      await page.fill('#field-name', 'Ada Lovelace');
+      await page.fill('#field-email', 'ada@example.com');
+      await page.fill('#field-locale', 'en-GB');
+      await page.fill('#field-roles_new', 'admin');
+      await page.press('#field-roles_new', 'Enter');
+      await page.fill('#field-roles_new', 'auditor');
+      await page.press('#field-roles_new', 'Enter');
+      assert.deepEqual(await page.locator('[data-chips=roles] label.chip').allInnerTexts(), [
+        'admin',
+        'auditor',
+      ]);
+      await page.fill('#field-scopes_new', 'org:acme');
+      await page.click('text=Create user');
+      await page.waitForURL(/notice=created/);
+      await checkAccessibility('user');
+
+      // Untick one role, add another: roles are chips.
+      await page.uncheck('[data-chips=roles] input[value=auditor]');
+      await page.fill('#field-roles_new', 'billing:approver');
+      await page.press('#field-roles_new', 'Enter');
+      await page.click('text=Save changes');
+      await page.waitForURL(/notice=saved/);
+      await screenshot('user');
+      const user = await callServer(
+        console_.server,
+        console_.adminKey,
+        'GET',
+        `/applications/billing-web/users/azure_saml/${encodeURIComponent('CN=Ada Lovelace,OU=R&D')}`,
+      );
+      assert.deepEqual(user.body.roles, ['admin', 'billing:approver']);
+
+      await page.click('text=Deactivate user');
+      await page.waitForURL(/notice=deactivated/);
+      assert.match(await page.locator('.meta').innerText(), /Inactive/);
+    },
+  );
+
+  it('creates a key (secret shown once, copied), then revokes it', { skip }, async () => {
+    await page.goto(url('/console/api-keys'));
+    await checkAccessibility('api keys');
+    await page.fill('#field-name', 'billing back end');
+    await page.check('#role-users-read');
+    await page.check('#role-users-write');
+    await page.fill('#field-applications', 'billing-web');
+    await page.click('text=Create key');
+    const secret = await page.locator('#secret').inputValue();
+    assert.match(secret, /^tsr_/);
+    await page.click('button[data-copy=secret]');
+    await page.locator('[data-copied-for=secret]:has-text("Copied")').waitFor();
+    assert.equal(await page.evaluate('navigator.clipboard.readText()'), secret);
+    await checkAccessibility('new key secret');
+    await screenshot('api-key-created');
+    const works = await callServer(
+      console_.server,
+      secret,
+      'GET',
+      '/applications/billing-web/users',
+    );
+    assert.equal(works.status, 200);
+
+    await page.goto(url('/console/api-keys'));
+    assert.equal(
+      await page.locator(`text=${secret}`).count(),
+      0,
+      'the secret is never shown again',
+    );
+    await page.click('button[aria-label="Revoke key billing back end"]');
+    await page.waitForURL(/notice=revoked/);
+    const refused = await callServer(
+      console_.server,
+      secret,
+      'GET',
+      '/applications/billing-web/users',
+    );
+    assert.equal(refused.status, 401);
+  });
+
+  it('rotates a signing key', { skip }, async () => {
+    await page.goto(url('/console/signing-keys'));
+    const before = await page.locator('tbody tr').count();
+    await page.click('text=Rotate: add a new key');
+    await page.waitForURL(/notice=signing-rotated/);
+    assert.equal(await page.locator('tbody tr').count(), before + 1);
+    await checkAccessibility('signing keys');
+    await screenshot('signing-keys');
+  });
+
+  it('refuses a cross-site form post without the CSRF token', { skip }, async () => {
+    // Another port of the same host: the same site, so the cookie goes along; the token does not.
+    attacker = createServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end(`<form method="post" action="${url('/console/applications')}">
+<input name="client_id" value="planted"><input name="display_name" value="Planted">
+<input name="description" value=""></form><script>document.forms[0].submit()</script>`);
+    });
+    await new Promise<void>((ready) => attacker!.listen(0, '127.0.0.1', ready));
+    attackerOrigin = `http://127.0.0.1:${(attacker.address() as { port: number }).port}`;
+    const answer = page.waitForResponse((response) =>
+      response.url().endsWith('/console/applications'),
+    );
+    await page.goto(attackerOrigin);
+    assert.equal((await answer).status(), 403);
+    const planted = await callServer(
+      console_.server,
+      console_.adminKey,
+      'GET',
+      '/applications/planted',
+    );
+    assert.equal(planted.status, 404);
+  });
+
+  it('signs out: the session is over', { skip }, async () => {
+    await page.goto(url('/console/applications'));
+    await page.click('text=Sign out');
+    await page.waitForURL(/sign-in\?signed-out=1/);
+    await page.goto(url('/console/applications'));
+    assert.equal(new URL(page.url()).pathname, '/console/sign-in');
+  });
+
+  it('ends an idle session', { skip }, async () => {
+    const short = await startConsoleServer({ IAM_CONSOLE_IDLE_TIMEOUT_SECONDS: '2' });
+    serverHosts.add(new URL(short.server.baseUrl).host);
+    try {
+      const idle = await context.newPage();
+      await idle.goto(`${short.server.baseUrl}/console/sign-in`);
+      await idle.fill('#field-key', short.adminKey);
+      await idle.press('#field-key', 'Enter');
+      await idle.waitForURL(/\/console\/applications$/);
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      await idle.reload();
+      assert.equal(new URL(idle.url()).pathname, '/console/sign-in');
+      assert.match(await idle.locator('[role=status]').innerText(), /session has ended/);
+      await idle.close();
+    } finally {
+      await short.stop();
+    }
+  });
+
+  it('sent every response with the CSP and asked no other host for anything', { skip }, () => {
+    assert.deepEqual(withoutCsp, []);
+    assert.deepEqual(foreignRequests, []);
+    assert.deepEqual(cspViolations, []);
+  });
+});
