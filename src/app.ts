@@ -26,6 +26,7 @@ import {
 import { finishDocument } from './http/openapi.js';
 import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
+import { registerAccessLog } from './http/logging.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -196,6 +197,8 @@ export interface AppOptions {
   authFailuresRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
+  /** One info line per request (IAM_ACCESS_LOG); off unless set. */
+  accessLog?: boolean;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
   timeouts?: Partial<typeof HTTP_TIMEOUTS>;
 }
@@ -282,6 +285,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = createMetricsRegistry();
   registerRequestMetrics(app, metrics);
   registerErrorHandling(app, routeIndex);
+  if (options.accessLog === true) registerAccessLog(app);
   let closing = false;
   app.addHook('preClose', function markClosing(done) {
     closing = true;

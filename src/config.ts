@@ -101,6 +101,13 @@ const Environment = Type.Object({
       description: '32 bytes in base64 (openssl rand -base64 32)',
     }),
   ),
+  IAM_EVENT_RETENTION_DAYS: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,4}$',
+      description: 'a whole number of days from 1 to 99999',
+    }),
+  ),
+  IAM_ACCESS_LOG: Type.Optional(BooleanText),
   IAM_CONSOLE_IDLE_TIMEOUT_SECONDS: Type.Optional(
     Type.String({
       pattern: '^[1-9][0-9]{0,5}$',
@@ -206,6 +213,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     /** IAM_SECRET_KEY: encrypts private signing keys at rest (AES-256-GCM); null: stored in clear. */
     secretKey:
       vars.IAM_SECRET_KEY === undefined ? null : Buffer.from(vars.IAM_SECRET_KEY, 'base64'),
+    /** Events older than this many days are pruned in the background. */
+    eventRetentionDays: Number(vars.IAM_EVENT_RETENTION_DAYS ?? 90),
+    /** One info line per request (route, status, duration, request id, API key id). */
+    accessLog: vars.IAM_ACCESS_LOG !== 'false',
     /** Admin console sessions: idle 30 min and 8 h at most, unless set. */
     console: {
       idleTimeoutMs: Number(vars.IAM_CONSOLE_IDLE_TIMEOUT_SECONDS ?? 1800) * 1000,

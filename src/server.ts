@@ -82,8 +82,13 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version,
+    accessLog: config.accessLog,
   });
+  const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>
+    logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
+  );
   app.addHook('onClose', async function closeStore() {
+    stopPruning();
     await store.close();
     rateLimitRedis?.disconnect();
   });

@@ -195,3 +195,16 @@ describe('loadConfig: access tokens', () => {
     });
   }
 });
+
+describe('audit trail settings', () => {
+  it('keeps events 90 days and logs every request unless told otherwise', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.eventRetentionDays, 90);
+    assert.equal(defaults.accessLog, true);
+    const set = loadConfig({ IAM_EVENT_RETENTION_DAYS: '7', IAM_ACCESS_LOG: 'false' });
+    assert.equal(set.eventRetentionDays, 7);
+    assert.equal(set.accessLog, false);
+    assert.throws(() => loadConfig({ IAM_EVENT_RETENTION_DAYS: '0' }), /IAM_EVENT_RETENTION_DAYS/);
+    assert.throws(() => loadConfig({ IAM_ACCESS_LOG: 'yes' }), /IAM_ACCESS_LOG/);
+  });
+});

@@ -307,3 +307,58 @@ describe('GET /events', () => {
     assert.deepEqual(response.json<{ items: Event[] }>(), { items: [], next_after: last });
   });
 });
+
+describe('retention', () => {
+  it('prunes the events older than IAM_EVENT_RETENTION_DAYS, and only those', async () => {
+    const clientId = fresh();
+    await createApplication(ctx, { client_id: clientId });
+    ctx.clock.advance(91 * 86_400_000);
+    const recent = fresh();
+    await createApplication(ctx, { client_id: recent });
+    assert.ok((await ctx.services.events.pruneEvents(90)) >= 1);
+    const left = await feed();
+    assert.deepEqual(
+      left.map((event) => event.client_id),
+      [recent],
+    );
+    const all = await call(ctx, 'GET', '/events?limit=1000');
+    const times = all.json<{ items: Event[] }>().items.map((e) => Date.parse(e.occurred_at));
+    assert.ok(times.every((time) => time >= ctx.clock.now() - 90 * 86_400_000));
+  });
+});
+
+describe('access log (IAM_ACCESS_LOG)', () => {
+  it('writes one info line per request: route pattern, status, duration, request id, key id', async () => {
+    const logged = await buildTestApp({ accessLog: true, logLevel: 'info' });
+    try {
+      const keyId = (
+        await logged.services.apiKeys.listApiKeys('operator', { includeRevoked: false }, null, 10)
+      )[0]!.id;
+      const response = await call(logged, 'GET', '/applications/secret-app-name', {
+        headers: { 'x-request-id': 'access-1' },
+      });
+      assert.equal(response.statusCode, 404);
+      await call(logged, 'GET', '/applications', { key: 'tsr_wrong' });
+      const lines = logged.logs.filter((line) => line.msg === 'request');
+      assert.equal(lines.length, 2);
+      const [found, refused] = lines;
+      assert.equal(found!.level, 30);
+      assert.equal(found!.method, 'GET');
+      assert.equal(found!.route, '/iam/api/v1/applications/:client_id');
+      assert.equal(found!.status, 404);
+      assert.equal(found!.request_id, 'access-1');
+      assert.equal(found!.api_key_id, keyId);
+      assert.equal(typeof found!.duration_ms, 'number');
+      assert.ok(!JSON.stringify(lines).includes('secret-app-name'), 'the path is not logged');
+      assert.equal(refused!.status, 401);
+      assert.equal(refused!.api_key_id, null);
+    } finally {
+      await logged.close();
+    }
+  });
+
+  it('is off when not asked for', async () => {
+    await call(ctx, 'GET', '/applications');
+    assert.ok(!ctx.logs.some((line) => line.msg === 'request'));
+  });
+});

@@ -106,6 +106,7 @@ export async function buildTestApp(
     tokens?: Partial<TokenSettings>;
     timeouts?: AppOptions['timeouts'];
     webhooks?: WebhookSettings;
+    accessLog?: boolean;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -152,6 +153,7 @@ export async function buildTestApp(
     trustProxy: false,
     version: 'test',
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+    ...(options.accessLog === undefined ? {} : { accessLog: options.accessLog }),
   });
   await app.ready();
   const createKey: TestContext['createKey'] = async (grants = {}) => {

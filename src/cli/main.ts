@@ -13,6 +13,7 @@ import { registerTypeBoxFormats } from '../http/formats.js';
 import { ProblemError } from '../problems.js';
 import { packageVersion, startServer } from '../server.js';
 import { type CliContext, type CliIo, UsageError, createCliContext } from './context.js';
+import { registerEventsCommands } from './events.command.js';
 import { registerKeysCommands } from './keys.command.js';
 import { registerSigningKeysCommands } from './signing-keys.command.js';
 
@@ -23,6 +24,7 @@ const COMMANDS: ((program: Command, cli: CliContext) => void)[] = [
   registerServerCommands,
   registerKeysCommands,
   registerSigningKeysCommands,
+  registerEventsCommands,
 ];
 
 function registerServerCommands(program: Command, cli: CliContext): void {

@@ -1,6 +1,28 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 
 /** Cheap guard for debug-only log lines on hot paths (no argument objects built otherwise). */
 export function isDebugEnabled(log: FastifyBaseLogger): boolean {
   return log.level === 'debug' || log.level === 'trace';
+}
+
+/**
+ * The access log: one info line per request, with the route pattern (never the path, which
+ * can hold identifiers), status, duration, request id and the id of the API key that made it.
+ * Never the key itself: only its id, which the key's record shows.
+ */
+export function registerAccessLog(app: FastifyInstance): void {
+  app.addHook('onResponse', function logAccess(request, reply, done) {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        status: reply.statusCode,
+        duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+        request_id: request.id,
+        api_key_id: request.apiKey?.id ?? request.consoleSession?.key.id ?? null,
+      },
+      'request',
+    );
+    done();
+  });
 }

@@ -5,6 +5,9 @@ import type { EventFilter, EventRecord, Store } from '../../store/store.js';
 /** How often a long poll looks for new events (other instances write them too). */
 const POLL_INTERVAL_MS = 100;
 
+/** How often old events are pruned (and once at start). */
+const PRUNE_INTERVAL_MS = 3_600_000;
+
 /** Events pruned per statement, so retention never holds the write lock long. */
 const PRUNE_BATCH = 1000;
 
@@ -40,6 +43,22 @@ export class EventsService {
   stopWaiting(): void {
     this.#stopping = true;
     this.#stop.abort();
+  }
+
+  /**
+   * Prunes events older than `retentionDays` now and every hour, in the background (every
+   * instance may do it: deleting what another instance deleted deletes nothing). Returns stop.
+   */
+  prunePeriodically(retentionDays: number, onError: (error: unknown) => void): () => void {
+    const prune = () => void this.pruneEvents(retentionDays).catch(onError);
+    const first = setTimeout(prune, 1000);
+    const timer = setInterval(prune, PRUNE_INTERVAL_MS);
+    first.unref();
+    timer.unref();
+    return () => {
+      clearTimeout(first);
+      clearInterval(timer);
+    };
   }
 
   /** Deletes events older than `retentionDays`; returns how many it deleted. */
