@@ -56,7 +56,13 @@ export async function runWebhookChaos(options: {
   const acknowledgedUsers = new Set<string>();
   let cycles = 0;
 
-  let server = await start();
+  let server: ServerProcess;
+  try {
+    server = await start();
+  } catch (error) {
+    await receiver.close();
+    throw error;
+  }
   try {
     // A webhook receives what happens after its creation: events before it are not counted.
     const before = await readFeed(server, headers, null);
