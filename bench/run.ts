@@ -472,27 +472,34 @@ async function captureExpected(
   return captured;
 }
 
-/** With BENCH_CPU_PROF: when each of Tessera's runs took place, to split its profile by scenario. */
-interface ProfileWindow {
-  scenario: string;
-  /** Monotonic clock (the one V8's profile timestamps use), µs. */
-  startUs: number;
-  endUs: number;
-  answered: number;
-}
-const profileWindows: ProfileWindow[] = [];
-const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+/**
+ * With BENCH_PERF=<dir>: each of Tessera's measured runs is recorded by `perf record -e cpu-clock`
+ * (every thread, on-CPU time only), one file per run, listed with its answered requests in
+ * perf-<store>.json for bench/perf-summary.ts.
+ */
+const PERF_DIR = process.env.BENCH_PERF;
+const perfRuns: { scenario: string; file: string; answered: number }[] = [];
 
-/** drive() of Tessera itself: the run is noted for bench/profile-summary.ts. */
-async function driveTessera(served: Served, seconds: number, scenario: string) {
-  const startUs = monotonicUs();
+/** drive() of Tessera itself, recorded by perf when BENCH_PERF is set. */
+async function driveTessera(served: Served, seconds: number, scenario: string, measured = true) {
+  const file = join(PERF_DIR ?? '', `${scenario}-${perfRuns.length}-${Date.now()}.data`);
+  const recorder =
+    PERF_DIR !== undefined && measured
+      ? spawn(
+          'perf',
+          ['record', '-q', '-e', 'cpu-clock', '-F', '1999', '-p', String(served.pid), '-o', file],
+          { stdio: 'ignore' },
+        )
+      : undefined;
+  // perf needs a moment to attach.
+  if (recorder !== undefined) await new Promise((resolve) => setTimeout(resolve, 300));
   const figures = await drive(served, seconds);
-  profileWindows.push({
-    scenario,
-    startUs,
-    endUs: monotonicUs(),
-    answered: Math.round(figures.rps * seconds),
-  });
+  if (recorder !== undefined) {
+    const stopped = new Promise((resolve) => recorder.once('exit', resolve));
+    recorder.kill('SIGINT');
+    await stopped;
+    perfRuns.push({ scenario, file, answered: Math.round(figures.rps * seconds) });
+  }
   return figures;
 }
 
@@ -650,7 +657,11 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   try {
     // BENCH_CPU_PROF=<dir>: Tessera writes a V8 CPU profile there when it stops.
     const profile = process.env.BENCH_CPU_PROF;
-    const nodeArgs = profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`];
+    const nodeArgs = [
+      ...(profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`]),
+      // perf names JavaScript functions from /tmp/perf-<pid>.map.
+      ...(PERF_DIR === undefined ? [] : ['--perf-basic-prof']),
+    ];
     tessera = await startServerProcess(
       process.execPath,
       [...START_FLAGS, ...nodeArgs, 'dist/main.js'],
@@ -722,7 +733,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
       let peakRss = memoryOf(pid).rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
       if (WARMUP_S > 0) {
-        await driveTessera(servers.tessera, WARMUP_S, scenario.name);
+        await driveTessera(servers.tessera, WARMUP_S, scenario.name, false);
         await drive(servers.reference, WARMUP_S);
       }
       const rounds: ScenarioResult['rounds'] = [];
@@ -796,11 +807,10 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   } finally {
     bare?.stop();
     if (tessera !== undefined) await tessera.stop();
-    const profile = process.env.BENCH_CPU_PROF;
-    if (profile !== undefined) {
+    if (PERF_DIR !== undefined) {
       writeFileSync(
-        join(profile, `windows-${kind}-${Date.now()}.json`),
-        JSON.stringify(profileWindows.splice(0), null, 1),
+        join(PERF_DIR, `perf-${kind}.json`),
+        JSON.stringify(perfRuns.splice(0), null, 1),
       );
     }
     rmSync(dataDir, { recursive: true, force: true });

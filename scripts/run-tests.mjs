@@ -5,8 +5,9 @@
 //
 // Two passes. The first runs every file with the HTTP suite on SQLite (in memory), and the
 // store's own tests for both SQLite and PostgreSQL. The second runs the HTTP suite again on
-// PostgreSQL: every file that builds the app through the test helpers (buildTestApp) or asks
-// for the test store (TEST_STORE). Both use a database created for this run and dropped after.
+// PostgreSQL: every file marked with the line `// tessera-test: both-stores` (a file that uses
+// buildTestApp or TEST_STORE without it is refused). Both use a database created for this run
+// and dropped after.
 // Without a reachable PostgreSQL the second pass is skipped with the reason printed, and the
 // PostgreSQL store tests skip themselves; in CI (CI=true) that is a failure instead.
 
@@ -76,9 +77,25 @@ if (files.length === 0) {
   process.stderr.write('no test files found\n');
   process.exit(1);
 }
-const onBothStores = files.filter((file) =>
-  /buildTestApp\(|TEST_STORE/.test(readFileSync(file, 'utf8')),
+// A file runs on both stores when it says so, in a line of its own near its top. A file that
+// builds the app through the test helpers (buildTestApp) or asks for the test store
+// (TEST_STORE) without saying so would silently lose its PostgreSQL coverage: refused.
+const BOTH_STORES = /^\/\/ tessera-test: both-stores$/m;
+const USES_TEST_STORE = /buildTestApp\(|TEST_STORE/;
+const sources = new Map(files.map((file) => [file, readFileSync(file, 'utf8')]));
+const unmarked = files.filter(
+  (file) => USES_TEST_STORE.test(sources.get(file)) && !BOTH_STORES.test(sources.get(file)),
 );
+if (unmarked.length > 0) {
+  process.stderr.write(
+    `these test files use buildTestApp or TEST_STORE but do not say which stores they run on:\n` +
+      unmarked.map((file) => `  ${file}\n`).join('') +
+      `add the line "// tessera-test: both-stores" near the top of each (it runs them on ` +
+      `SQLite and PostgreSQL)\n`,
+  );
+  process.exit(1);
+}
+const onBothStores = files.filter((file) => BOTH_STORES.test(sources.get(file)));
 
 // Suites that start the server as operators do (`npm start`, `tessera`) run the compiled
 // dist/: build it from the sources under test first, as `npm ci` does at install.
@@ -105,7 +122,11 @@ if (database.reason !== undefined) {
 
 let status = 1;
 try {
-  const shared = database.url === undefined ? {} : { TESSERA_TEST_DATABASE_URL: database.url };
+  // dist/ was built above and nothing rebuilds it during the run: tests start it directly.
+  const shared = {
+    TESSERA_TEST_DIST_FRESH: '1',
+    ...(database.url === undefined ? {} : { TESSERA_TEST_DATABASE_URL: database.url }),
+  };
   status = run('SQLite pass (and the PostgreSQL store tests)', files, {
     ...shared,
     TESSERA_TEST_STORE: 'sqlite',

@@ -13,7 +13,7 @@ import Fastify, {
 } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
-import { registerAuthentication } from './http/auth.js';
+import { type Authenticate, registerAuthentication } from './http/auth.js';
 import { AuthFailureLimiter } from './http/auth-failures.js';
 import { registerJsonBodies } from './http/content-types.js';
 import {
@@ -22,9 +22,16 @@ import {
   registerErrorHandling,
   sendProblem,
   toProblem,
+  trailingSlashProblem,
 } from './http/error-handler.js';
 import { finishDocument } from './http/openapi.js';
-import { createMetricsRegistry, registerRequestMetrics } from './http/metrics.js';
+import {
+  type AuthFailureReason,
+  type Metrics,
+  createMetrics,
+  registerRequestMetrics,
+  registerStoreMetrics,
+} from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerAccessLog } from './http/logging.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -42,7 +49,7 @@ import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/co
 import { registerHealthRoutes } from './modules/health/health.routes.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
-import { registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
+import { TOKEN_ENDPOINT, registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
 import { registerSigningKeyRoutes } from './modules/tokens/signing-keys.routes.js';
 import { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { TokenExchange } from './modules/tokens/token-exchange.service.js';
@@ -110,6 +117,8 @@ export function createServices(deps: {
   webhooks?: WebhookSettings;
   /** The version in the User-Agent of webhook deliveries. */
   version?: string;
+  /** Where the services report what they did (JWKS fetches); none in the CLI. */
+  metrics?: Metrics;
   /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
   console?: ConsoleSessionLimits;
 }): Services {
@@ -140,6 +149,9 @@ export function createServices(deps: {
     policy: { allowInsecure: tokens.allowInsecureJwks },
     ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
     ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
+    ...(deps.metrics === undefined
+      ? {}
+      : { onJwksFetch: deps.metrics.jwksFetched.bind(deps.metrics) }),
   });
   // The dispatcher is told about webhook changes (after both exist).
   const webhooks = new WebhooksService({
@@ -197,6 +209,8 @@ export interface AppOptions {
   authFailuresRedisPrefix?: string;
   trustProxy: boolean;
   version: string;
+  /** The metrics /metrics serves, shared with the services; made here when not given. */
+  metrics?: Metrics;
   /** One info line per request (IAM_ACCESS_LOG); off unless set. */
   accessLog?: boolean;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
@@ -282,8 +296,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(createValidatorCompiler());
 
   const routeIndex = indexRoutes(app, MAX_PARAM_LENGTH);
-  const metrics = createMetricsRegistry();
-  registerRequestMetrics(app, metrics);
+  const metrics = options.metrics ?? createMetrics({ version: options.version });
+  registerStoreMetrics(metrics, store);
+  registerRequestMetrics(app, metrics.registry, { tokenEndpoint: TOKEN_ENDPOINT });
   registerErrorHandling(app, routeIndex);
   if (options.accessLog === true) registerAccessLog(app);
   let closing = false;
@@ -319,7 +334,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
       return;
     }
-    const failure = refuseMalformed(request);
+    const failure = refuseMalformed(request) ?? trailingSlashProblem(request, API_PREFIX);
     if (failure !== null) {
       done(failure);
       return;
@@ -416,14 +431,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const apiKeyFailures = failureLimiter('api-key');
 
   registerJsonBodies(app);
-  registerHealthRoutes(app, { store, metrics });
+  registerHealthRoutes(app, { store, metrics: metrics.registry });
   await registerConsole(app, {
     services,
     sessions: services.consoleSessions,
     clock: services.consoleSessions.clock,
     failures: apiKeyFailures,
   });
-  registerOAuthRoutes(app, { ...services, failures: failureLimiter('token') });
+  registerOAuthRoutes(app, {
+    ...services,
+    failures: failureLimiter('token'),
+    onExchange: (outcome, failedCheck) => metrics.tokenExchanged(outcome, failedCheck),
+  });
+  const onAuthFailure = (reason: AuthFailureReason) => metrics.authenticationFailed(reason);
+  const authenticate: Authenticate = (secret) => services.authenticator.verify(secret);
 
   const cursors = new CursorCodec(
     await store.settings.getOrCreateSetting(
@@ -434,11 +455,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(
     async function api(scope) {
-      registerAuthentication(
-        scope,
-        (secret) => services.authenticator.authenticate(secret),
-        apiKeyFailures,
-      );
+      registerAuthentication(scope, authenticate, apiKeyFailures, undefined, onAuthFailure);
       await registerRateLimit(scope, {
         perMinute: options.rateLimitPerMinute,
         ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
@@ -467,7 +484,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(
     async function scim(scope) {
       await prepareScimScope(scope, {
-        authenticate: (secret) => services.authenticator.authenticate(secret),
+        authenticate,
+        onAuthFailure,
         failures: apiKeyFailures,
         rateLimit,
         routes: routeIndex,

@@ -108,6 +108,7 @@ const Environment = Type.Object({
     }),
   ),
   IAM_ACCESS_LOG: Type.Optional(BooleanText),
+  IAM_BENCH_WITHOUT_EVENTS: Type.Optional(BooleanText),
   IAM_CONSOLE_IDLE_TIMEOUT_SECONDS: Type.Optional(
     Type.String({
       pattern: '^[1-9][0-9]{0,5}$',
@@ -217,6 +218,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     eventRetentionDays: Number(vars.IAM_EVENT_RETENTION_DAYS ?? 90),
     /** One info line per request (route, status, duration, request id, API key id). */
     accessLog: vars.IAM_ACCESS_LOG !== 'false',
+    /** For the bench only: writes record no event, to measure what the audit trail costs. */
+    recordEvents: vars.IAM_BENCH_WITHOUT_EVENTS !== 'true',
     /** Admin console sessions: idle 30 min and 8 h at most, unless set. */
     console: {
       idleTimeoutMs: Number(vars.IAM_CONSOLE_IDLE_TIMEOUT_SECONDS ?? 1800) * 1000,

@@ -14,6 +14,7 @@ import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
 import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
 import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
+import { createMetrics } from './http/metrics.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -43,11 +44,13 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   registerTypeBoxFormats();
   const logger = createLogger(config.logLevel);
   const store = openStore(config.database, {
+    recordEvents: config.recordEvents,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
   });
   await store.migrate();
   const version = packageVersion();
+  const metrics = createMetrics({ version });
   const services = createServices({
     store,
     clock: systemClock,
@@ -55,6 +58,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     tokens: config.tokens,
     webhooks: config.webhooks,
     version,
+    metrics,
     console: config.console,
   });
   warnAboutConfiguration(config, logger);
@@ -82,6 +86,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
     trustProxy: config.trustProxy,
     version,
+    metrics,
     accessLog: config.accessLog,
   });
   const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Tessera's own access tokens (docs/api.md, Access tokens): the trusted back-end route, the JWKS and discovery
 // documents, signing-key rotation — and a resource server that verifies tokens with jose
 // against the JWKS over HTTP, as any back end would.
@@ -12,6 +13,7 @@ import {
   TestClock,
   type TestContext,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -36,13 +38,10 @@ async function jwks(ctx: TestContext) {
 }
 
 describe('POST /applications/:client_id/users/:provider/:identifier/tokens', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp({ clock: new TestClock(Date.now()) });
+  const ctx = useTestApp({ clock: new TestClock(Date.now()) }, async () => {
     await createApplication(ctx, { client_id: 'app-a', jwt_expiration_in_minutes: 30 });
     await createUser(ctx, 'app-a');
   });
-  after(() => ctx.close());
 
   it('answers 201 with a Bearer token, expires_in from jwt_expiration_in_minutes, never cached', async () => {
     const response = await issue(ctx);

@@ -1,10 +1,18 @@
+// tessera-test: both-stores
 // Credentials that rotate without downtime, and revocation that cannot lock administrators
 // out: POST /api-keys/:id/rotate (both secrets work until previous_expires_at), revoked keys
 // kept and listed with include_revoked=true, and the subset rule for revoke and rotate.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { START_TIME, buildTestApp, call, problemOf, type TestContext } from './helpers.js';
+import {
+  START_TIME,
+  buildTestApp,
+  useTestApp,
+  call,
+  problemOf,
+  type TestContext,
+} from './helpers.js';
 
 const HOUR = 3_600_000;
 const iso = (epochMillis: number) => new Date(epochMillis).toISOString();
@@ -28,11 +36,7 @@ const works = async (ctx: TestContext, key: string) =>
   (await call(ctx, 'GET', '/applications', { key })).statusCode === 200;
 
 describe('POST /api-keys/:id/rotate', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   it('answers a new secret once; both work until previous_expires_at, then only the new', async () => {
     const issued = await issue(ctx, { name: 'deploy', roles: ['applications:read'] });
@@ -126,11 +130,7 @@ describe('POST /api-keys/:id/rotate', () => {
 });
 
 describe('revoked keys are kept', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   it('lists them only with include_revoked=true, with revoked_at, and counts them so', async () => {
     const live = await issue(ctx, { name: 'live', roles: ['applications:read'] });

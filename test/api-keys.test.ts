@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { after, before, beforeEach, afterEach, describe, it } from 'node:test';
@@ -5,6 +6,7 @@ import type { Role } from '../src/roles.js';
 import {
   START_TIME,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   problemOf,
@@ -48,11 +50,7 @@ const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('POST /api-keys', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   it('returns 201 with the record, the secret, Location, ETag and Cache-Control: no-store', async () => {
     const response = await call(ctx, 'POST', '/api-keys', {
@@ -322,11 +320,7 @@ describe('GET /api-keys pagination', () => {
 });
 
 describe('API key parameters', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   const cases: [string, string, string][] = [
     ['GET', `/api-keys/${'x'.repeat(65)}`, 'id'],
@@ -361,11 +355,7 @@ describe('API key parameters', () => {
 });
 
 describe('DELETE /api-keys/:id', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   it('revokes at once: 204, then 401 for the key; the record stays, with revoked_at', async () => {
     const issued = await issueKey(ctx, { name: 'doomed', roles: ['applications:read'] });
@@ -455,11 +445,7 @@ describe('API key expiry and last use', () => {
 });
 
 describe('API keys cannot escalate privileges', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   const WRITER: Role[] = ['keys:write', 'users:read', 'users:write'];
 

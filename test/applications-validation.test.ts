@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // The boundary tables of the applications resource: the field rules of docs/api.md through POST,
 // PUT and PATCH; media types; If-Match conditions; list query parameters and cursors.
 
@@ -7,6 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import {
   applicationBody,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -14,11 +16,7 @@ import {
   type TestContext,
 } from './helpers.js';
 
-let ctx: TestContext;
-before(async () => {
-  ctx = await buildTestApp();
-});
-after(() => ctx.close());
+const ctx = useTestApp();
 
 let counter = 0;
 function nextClientId(): string {

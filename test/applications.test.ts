@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // HTTP behaviour of the applications resource: create, read, replace, patch, delete, list,
 // concurrency. The boundary tables (field rules, media types, If-Match conditions, list
 // query parameters and cursors) are in applications-validation.test.ts.
@@ -9,6 +10,7 @@ import {
   START_TIME,
   applicationBody,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -21,11 +23,7 @@ const STRONG_ETAG = /^"[\x21\x23-\x7e]+"$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const at = (ms: number) => new Date(ms).toISOString();
 
-let ctx: TestContext;
-before(async () => {
-  ctx = await buildTestApp();
-});
-after(() => ctx.close());
+const ctx = useTestApp();
 
 let counter = 0;
 /** A client_id no other test uses (the suite shares one store). */

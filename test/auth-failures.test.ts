@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Failed authentication limited per client address (IAM_AUTH_FAILURES_PER_MINUTE): guessing
 // API keys, and replaying refused ID tokens at /oauth2/token, stop at the limit; past it the
 // answer is 429 with Retry-After before any credential is looked at. Shared through Redis.
@@ -9,7 +10,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { clientKey } from '../src/http/auth-failures.js';
 import { openRateLimitRedis } from '../src/http/rate-limit.js';
-import { buildTestApp, problemOf, type TestContext } from './helpers.js';
+import { buildTestApp, useTestApp, problemOf, type TestContext } from './helpers.js';
 import { REDIS_TEST_URL, deleteKeys, skipWithoutRedis } from './redis.js';
 
 const LIMIT = 5;
@@ -40,11 +41,7 @@ function exchangeFrom(ctx: TestContext, address: string) {
 }
 
 describe('failed authentication per client address', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp({ authFailuresPerMinute: LIMIT });
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp({ authFailuresPerMinute: LIMIT });
 
   it(`answers 429 with Retry-After after ${LIMIT} failures, even to the right key`, async () => {
     const address = '198.51.100.7';

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
@@ -5,6 +6,7 @@ import { ROLES, type Role } from '../src/roles.js';
 import {
   applicationBody,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -541,11 +543,7 @@ describe('application restriction', () => {
 });
 
 describe('routing without credentials', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   it('answers 404 to an unknown route, without asking for a key', async () => {
     const response = await call(ctx, 'GET', '/nope', { key: null });
@@ -571,11 +569,7 @@ describe('routing without credentials', () => {
 });
 
 describe('rate limiting', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp({ rateLimitPerMinute: 5 });
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp({ rateLimitPerMinute: 5 });
 
   it('answers 429 with Retry-After to the sixth request in a minute from one key', async () => {
     const busy = await ctx.createKey({ roles: ['applications:read'] });

@@ -1,22 +1,20 @@
+// tessera-test: both-stores
 // What a caller without a key, or a request to no route, can make Tessera do: read the
 // request and refuse it. Bodies of unmatched routes are never parsed; every check on a body
 // is linear in its size (the figures are in the benchmark: bench/README.md, pre-auth).
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { mayHoldNonFiniteNumber } from '../src/http/content-types.js';
-import { buildTestApp, call, createApplication, problemOf, type TestContext } from './helpers.js';
+import { buildTestApp, useTestApp, call, createApplication, problemOf } from './helpers.js';
 
 /** JSON that does not parse: answered 400 only by a route that parses it. */
 const MALFORMED = '{"client_id": ';
 
 describe('requests no route serves', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   for (const [method, path, status] of [
     ['POST', '/nope', 404],

@@ -16,7 +16,9 @@ function assertNothingLost(report: ChaosReport): void {
   process.stdout.write(
     `chaos: ${report.cycles} cycles, ${report.acknowledged} acknowledged writes, ` +
       `${report.unanswered} unanswered (${report.unansweredLanded} of them landed), ` +
-      `lost = ${report.lost}, corrupt = ${report.corrupt}\n`,
+      `lost = ${report.lost}, corrupt = ${report.corrupt}; events: ${report.events}, ` +
+      `missing = ${report.missingEvents}, phantom = ${report.phantomEvents}, ` +
+      `duplicate = ${report.duplicateEvents}\n`,
   );
   assert.equal(report.cycles, CYCLES);
   assert.ok(report.acknowledged > 0, 'the writers got writes acknowledged');
@@ -24,6 +26,10 @@ function assertNothingLost(report: ChaosReport): void {
   assert.equal(report.lost, 0, 'every acknowledged write is there with its value');
   assert.equal(report.corrupt, 0, 'no write landed in part');
   assert.deepEqual(report.integrity, []);
+  assert.equal(report.missingEvents, 0, 'every write that happened has its event');
+  assert.equal(report.phantomEvents, 0, 'no event for a write that did not happen');
+  assert.equal(report.duplicateEvents, 0, 'no write has two events');
+  assert.equal(report.events, report.acknowledged + report.unansweredLanded);
 }
 
 describe('SIGKILL under concurrent writers', { timeout: 60_000 + CYCLES * 20_000 }, () => {

@@ -3,6 +3,9 @@
 // every kill the server is started again and every user is read back: an acknowledged write
 // must be there with exactly its acknowledged value; a write that got no answer may have
 // landed or not, but never in part. On SQLite, `PRAGMA integrity_check` must say ok.
+// The audit trail is checked at the end, read through the feed (`after` pages): every write
+// that happened (acknowledged, or unanswered and found landed) has exactly one event, and no
+// event exists for a write that did not happen.
 //
 // `npm test` runs a few cycles (test/chaos.test.ts); `npm run test:chaos` runs 100.
 
@@ -77,6 +80,14 @@ export interface ChaosReport {
   /** Answers other than 200/201 while the server was up: must be empty. */
   unexpected: string[];
   integrity: string[];
+  /** user.* events of the run, read through GET /events with `after`. */
+  events: number;
+  /** Writes that happened without their event: must be 0. */
+  missingEvents: number;
+  /** Events of writes that did not happen: must be 0. */
+  phantomEvents: number;
+  /** Writes with more than one event: must be 0. */
+  duplicateEvents: number;
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
@@ -93,7 +104,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     corrupt: 0,
     unexpected: [],
     integrity: [],
+    events: 0,
+    missingEvents: 0,
+    phantomEvents: 0,
+    duplicateEvents: 0,
   };
+  /** The names (one per version) of the writes that happened: acknowledged or found landed. */
+  const happened = new Set<string>();
   const env = {
     DATABASE_URL: options.databaseUrl,
     IAM_DATA_DIR: options.dataDir,
@@ -149,6 +166,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             entry.confirmed = body;
             entry.unanswered = [];
             report.acknowledged += 1;
+            happened.add(body.name);
           } else {
             report.unexpected.push(`${create ? 'POST' : 'PUT'} ${user}: ${status}`);
             entry.unanswered.pop();
@@ -164,7 +182,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (server.output().includes(KEY)) throw new Error('the server logged the API key');
 
       server = await start();
-      await verify(usersUrl(), headers, known, report);
+      await verify(usersUrl(), headers, known, report, happened);
       for (const mine of owned) {
         mine.splice(0, mine.length, ...mine.filter((user) => known.get(user)?.confirmed));
       }
@@ -182,6 +200,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       report.cycles += 1;
     }
+    await verifyEvents(server.baseUrl, headers, happened, report);
   } finally {
     server.process.kill('SIGKILL');
     await server.exited;
@@ -195,6 +214,7 @@ async function verify(
   headers: Record<string, string>,
   known: Map<string, Known>,
   report: ChaosReport,
+  happened: Set<string>,
 ): Promise<void> {
   const stored = new Map<string, Body>();
   let cursor: string | null = null;
@@ -219,6 +239,7 @@ async function verify(
     const found = stored.get(user);
     if (found !== undefined && entry.unanswered.some((body) => same(body, found))) {
       report.unansweredLanded += 1;
+      happened.add(found.name);
     } else if (
       found === undefined ? entry.confirmed !== undefined : entry.confirmed === undefined
     ) {
@@ -237,6 +258,42 @@ async function verify(
     // From here on, what the store holds is what the writers build on.
     entry.confirmed = found === undefined ? undefined : pick(found);
     entry.unanswered = [];
+  }
+}
+
+/**
+ * Reads every user event of the run through the feed, `after` page by page, and matches each
+ * to the write it records by the `name` it set (every write sets a name of its own version).
+ */
+async function verifyEvents(
+  baseUrl: string,
+  headers: Record<string, string>,
+  happened: Set<string>,
+  report: ChaosReport,
+): Promise<void> {
+  const seen = new Map<string, number>();
+  let after: string | null = null;
+  for (;;) {
+    const query: string = `type=user.*&client_id=${APPLICATION}&limit=1000${after === null ? '' : `&after=${after}`}`;
+    const page = await fetch(`${baseUrl}/iam/api/v1/events?${query}`, { headers });
+    if (page.status !== 200) throw new Error(`reading events failed: ${page.status}`);
+    const body = (await page.json()) as {
+      items: { changes: { member: string; after: unknown }[] | null }[];
+      next_after: string | null;
+    };
+    if (body.items.length === 0) break;
+    for (const event of body.items) {
+      const name = event.changes?.find((change) => change.member === 'name')?.after;
+      const key = typeof name === 'string' ? name : '(an event without a name)';
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+    report.events += body.items.length;
+    after = body.next_after;
+  }
+  for (const name of happened) if (!seen.has(name)) report.missingEvents += 1;
+  for (const [name, count] of seen) {
+    if (!happened.has(name)) report.phantomEvents += count;
+    else if (count > 1) report.duplicateEvents += count - 1;
   }
 }
 

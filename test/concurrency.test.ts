@@ -1,30 +1,27 @@
+// tessera-test: both-stores
 // Concurrent writes to one resource: without If-Match every write applies (last writer wins,
 // nothing is refused for having lost a race); read-modify-write changes (PATCH) lose nothing;
 // identical creates and same-ETag writes race to exactly one winner. The races repeat
 // TESSERA_RACE_REPETITIONS times (3 in `npm test`, 100 in `npm run test:chaos`).
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   applicationBody,
-  buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
   problemOf,
-  type TestContext,
   userBody,
   userPath,
 } from './helpers.js';
 
 describe('concurrent writes to one resource', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
     await createUser(ctx, 'billing-web');
   });
-  after(() => ctx.close());
 
   it('applies 30 concurrent PUTs without If-Match, every one answered 200', async () => {
     const path = userPath('billing-web', 'google_oauth2', '108234823498234');
@@ -59,12 +56,9 @@ describe('concurrent writes to one resource', () => {
 const REPETITIONS = Number(process.env.TESSERA_RACE_REPETITIONS ?? 3);
 
 describe(`races to one winner (${REPETITIONS} repetitions each)`, () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   const statusesOf = (responses: { statusCode: number }[]) =>
     responses.map((response) => response.statusCode).sort();

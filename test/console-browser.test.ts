@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // The admin console in a real browser: Debian's chromium driven by playwright-core, against
 // Tessera started as `npm start` runs it (node dist/main.js), on the store of this pass
 // (TEST_STORE). Each page's main task end to end, one of them by keyboard only; axe-core on
@@ -394,6 +395,21 @@ describe('the admin console in Chromium', { timeout: 300_000 }, async () => {
     assert.equal(await page.locator('tbody tr').count(), before + 1);
     await checkAccessibility('signing keys');
     await screenshot('signing-keys');
+  });
+
+  it('shows the events, and new ones as they happen', { skip }, async () => {
+    await page.goto(url('/console/events?client_id=billing-web&type=application.*,user.updated'));
+    const types = () => page.locator('#events tbody tr td:nth-child(2)').allInnerTexts();
+    assert.ok((await types()).includes('application.created'), (await types()).join(', '));
+    assert.ok((await types()).includes('user.updated'));
+    await checkAccessibility('events');
+    // A change made elsewhere (the API) appears without reloading the page.
+    await callServer(console_.server, console_.adminKey, 'PATCH', '/applications/billing-web', {
+      description: 'Invoices, payments and refunds',
+    });
+    await page.locator('tbody.new-events td:has-text("application.updated")').waitFor();
+    await checkAccessibility('events (live)');
+    await screenshot('events');
   });
 
   it('refuses a cross-site form post without the CSRF token', { skip }, async () => {

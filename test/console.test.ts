@@ -478,6 +478,40 @@ describe('admin console', () => {
     });
   });
 
+  describe('events', () => {
+    it('lists the changes made in the console, by its key, with the API’s filters', async () => {
+      const client = await signedIn();
+      const created = await client.post('/console/applications', {
+        client_id: 'audited',
+        display_name: 'Audited',
+        description: '',
+      });
+      assert.equal(created.statusCode, 303, created.body);
+      const page = await client.get('/console/events?client_id=audited');
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /class="chip">application\.created</);
+      assert.match(page.body, /id="event-tail"/, 'the last page follows new events live');
+      const none = await client.get('/console/events?client_id=audited&type=user.*');
+      assert.doesNotMatch(none.body, /class="chip">application\.created</);
+      const invalid = await client.get('/console/events?type=not%20a%20type');
+      assert.equal(invalid.statusCode, 400);
+      assert.match(invalid.body, /id="field-type-error"/);
+    });
+
+    it('answers a live request with the events committed after the last one shown', async () => {
+      const client = await signedIn();
+      const page = await client.get('/console/events?client_id=audited');
+      const live = /hx-get="([^"]+)"/.exec(page.body)![1]!.replaceAll('&amp;', '&');
+      const answer = client.get(live);
+      await call(ctx, 'PATCH', '/applications/audited', { body: { description: 'Now changed' } });
+      const response = await answer;
+      assert.equal(response.statusCode, 200);
+      assert.match(response.body, /class="chip">application\.updated</);
+      assert.match(response.body, /<tbody\s+id="event-tail"/, 'and the next live request');
+      assert.doesNotMatch(response.body, /class="chip">application\.created</);
+    });
+  });
+
   describe('what a key’s roles forbid', () => {
     it('is neither shown nor served', async () => {
       const key = await ctx.createKey({ roles: ['users:read'], applications: ['people'] });

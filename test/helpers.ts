@@ -4,7 +4,7 @@
 
 import { Writable } from 'node:stream';
 import { CLI_ORIGIN } from '../src/modules/changes.js';
-import { after } from 'node:test';
+import { after, before } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
@@ -17,6 +17,7 @@ import {
   type WebhookSettings,
 } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
+import { createMetrics } from '../src/http/metrics.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
 import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
 import { ROLES, type Role } from '../src/roles.js';
@@ -125,10 +126,12 @@ export async function buildTestApp(
       },
     }),
   );
+  const metrics = createMetrics({ version: 'test' });
   const services = createServices({
     store,
     clock,
     log: logger,
+    metrics,
     tokens: {
       algorithm: 'ES256',
       issuer: 'https://iam.example.test',
@@ -152,6 +155,7 @@ export async function buildTestApp(
       : { rateLimitRedisPrefix: options.rateLimitRedisPrefix }),
     trustProxy: false,
     version: 'test',
+    metrics,
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
     ...(options.accessLog === undefined ? {} : { accessLog: options.accessLog }),
   });
@@ -184,6 +188,31 @@ export async function buildTestApp(
       await store.close();
     },
   };
+}
+
+/**
+ * The app of the enclosing describe(): built (buildTestApp) before its first test, then set up
+ * by `setup`, and closed after its last. The returned context stands for that app; it may be
+ * used only inside tests and hooks, once the app exists.
+ */
+export function useTestApp(
+  options: Parameters<typeof buildTestApp>[0] = {},
+  setup?: (ctx: TestContext) => Promise<void>,
+): TestContext {
+  let current: TestContext | undefined;
+  before(async () => {
+    current = await buildTestApp(options);
+    await setup?.(current);
+  });
+  after(() => current?.close());
+  return new Proxy({} as TestContext, {
+    get(_target, member) {
+      if (current === undefined) {
+        throw new Error('useTestApp: the app exists only in tests and hooks, after before()');
+      }
+      return current[member as keyof TestContext];
+    },
+  });
 }
 
 export interface CallOptions {

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // HTTP rules that hold for every route: unknown routes and methods, body limits and media
 // types, malformed and hostile JSON, request ids, and the store becoming unavailable.
 
@@ -12,6 +13,7 @@ import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import {
   applicationBody,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   problemOf,
@@ -20,12 +22,9 @@ import {
 } from './helpers.js';
 
 describe('HTTP protocol rules', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   describe('unknown routes', () => {
     for (const path of [
@@ -43,6 +42,43 @@ describe('HTTP protocol rules', () => {
         }
       });
     }
+  });
+
+  describe('trailing slashes', () => {
+    // One rule for every API path: a trailing slash names no resource. /applications/ once
+    // reached the one-application route with an empty id (400), /applications/a1/ nothing (404).
+    const cases: [string, string][] = [
+      ['GET', '/applications/'],
+      ['POST', '/applications/'],
+      ['GET', '/applications/billing-web/'],
+      ['PUT', '/applications/billing-web/'],
+      ['GET', '/applications/billing-web/users/'],
+      ['GET', '/applications/billing-web/users/google_oauth2/'],
+      ['GET', '/applications/billing-web/users/google_oauth2/ada/'],
+      ['GET', '/api-keys/'],
+    ];
+    for (const [method, path] of cases) {
+      it(`answers 404 for ${method} ${path}, naming the path without the slash`, async () => {
+        for (const key of [null, ctx.adminKey]) {
+          const response = await call(ctx, method, path, {
+            key,
+            ...(method === 'GET' ? {} : { body: applicationBody({ client_id: 'slash' }) }),
+          });
+          const problem = problemOf(response, 404);
+          assert.equal(problem.type, 'https://tessera.dev/problems/not-found');
+          assert.ok(
+            problem.detail.endsWith(`no trailing slash (use /iam/api/v1${path.slice(0, -1)}).`),
+            problem.detail,
+          );
+        }
+      });
+    }
+
+    it('changes nothing: a POST to /applications/ creates no application', async () => {
+      await call(ctx, 'POST', '/applications/', { body: applicationBody({ client_id: 'slash' }) });
+      assert.equal((await call(ctx, 'GET', '/applications/slash')).statusCode, 404);
+      assert.equal((await call(ctx, 'GET', '/applications/billing-web')).statusCode, 200);
+    });
   });
 
   describe('methods not allowed on a known path', () => {

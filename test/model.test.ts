@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Model-based: random sequences of create / replace / patch / delete / get / list, by keys with
 // different roles and application restrictions, run against the app and against a small
 // in-memory model of the API's rules (docs/api.md: authorization and status codes, uniqueness, deleting an

@@ -1,18 +1,16 @@
+// tessera-test: both-stores
 // The endpoints operators and tooling use: health, readiness, metrics, the OpenAPI document
 // and the interactive reference.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { buildTestApp, call, createApplication, problemOf, type TestContext } from './helpers.js';
+import { buildTestApp, useTestApp, call, createApplication, problemOf } from './helpers.js';
 
 describe('operational endpoints', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   it('GET / sends a browser to the admin console', async () => {
     const response = await call(ctx, 'GET', '//', { key: null });
@@ -57,7 +55,10 @@ describe('operational endpoints', () => {
         text,
         /tessera_http_request_duration_seconds_bucket\{le="0.005",method="GET",route=/,
       );
-      assert.match(text, /tessera_process_resident_memory_bytes/);
+      // The standard names, so stock Node.js dashboards work.
+      assert.match(text, /^process_resident_memory_bytes \d/m);
+      assert.match(text, /^nodejs_eventloop_lag_seconds /m);
+      assert.doesNotMatch(text, /tessera_process_|tessera_nodejs_/);
       assert.doesNotMatch(text, /some-missing-app/, 'raw URLs never become labels');
     });
   });

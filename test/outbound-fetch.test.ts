@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // The SSRF fence around outside JWKS fetches (docs/api.md, Access tokens), tested with the escape hatch off:
 // nothing inside the machine or the network is ever contacted.
 

@@ -8,13 +8,18 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../src/cli/main.js';
 import { createTestSchema, databaseUrlFor, dropSchema, skipWithoutPostgres } from './postgres.js';
-import { type ServerProcess, callServer as request, startServerProcess } from './server-process.js';
+import {
+  type ServerProcess,
+  callServer as request,
+  serverEntry,
+  startServerProcess,
+} from './server-process.js';
 
 const skip = await skipWithoutPostgres();
 
-/** Runs Tessera from source (no build step, so parallel test files never race on dist/). */
+/** Runs Tessera as npm start does (dist/ as the test runner built it, else the sources). */
 function startInstance(databaseUrl: string, dataDir: string): Promise<ServerProcess> {
-  return startServerProcess(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  return startServerProcess(process.execPath, serverEntry(), {
     DATABASE_URL: databaseUrl,
     IAM_DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',

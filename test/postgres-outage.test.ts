@@ -16,7 +16,12 @@ import {
   dropSchema,
   skipWithoutPostgres,
 } from './postgres.js';
-import { type ServerProcess, callServer, startServerProcess } from './server-process.js';
+import {
+  type ServerProcess,
+  callServer,
+  serverEntry,
+  startServerProcess,
+} from './server-process.js';
 import { type TcpProxy, startTcpProxy } from './tcp-proxy.js';
 
 const skip = await skipWithoutPostgres();
@@ -44,7 +49,7 @@ function describeOutage(
       const throughProxy = new URL(POSTGRES_URL);
       throughProxy.hostname = '127.0.0.1';
       throughProxy.port = String(proxy.port);
-      server = await startServerProcess(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      server = await startServerProcess(process.execPath, serverEntry(), {
         DATABASE_URL: databaseUrlFor(schema, throughProxy.toString()),
         IAM_DATA_DIR: dataDir,
         LOG_LEVEL: 'warn',

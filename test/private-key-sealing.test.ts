@@ -23,7 +23,7 @@ import { warnAboutConfiguration } from '../src/server.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import { TestClock, openTestStore } from './helpers.js';
-import { repository } from './server-process.js';
+import { repository, serverEntry } from './server-process.js';
 
 const KEY_A = Buffer.alloc(32, 0xa1);
 const KEY_B = Buffer.alloc(32, 0xb2);
@@ -121,14 +121,14 @@ describe('keys stored in clear before IAM_SECRET_KEY was set', () => {
   });
 });
 
-/** Runs `npm start`'s entry point (through tsx) and returns how it ended. */
+/** Runs `npm start`'s entry point and returns how it ended. */
 function start(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', PORT: '0', ...env };
   delete childEnv.NODE_TEST_CONTEXT;
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/main.ts'],
+      serverEntry(),
       { cwd: repository, env: childEnv, encoding: 'utf8', timeout: 60_000 },
       (error, _stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Property-based: every operation the OpenAPI document lists, fed valid requests generated from
 // its own schemas (the TypeBox schemas the routes declare) and mutations of them. Whatever
 // arrives: never a 5xx, always a status the operation declares, a body that matches the schema
@@ -79,6 +80,38 @@ interface GeneratedRequest {
   key: 'admin' | 'reader' | 'restricted' | 'none' | 'garbage';
 }
 
+/**
+ * The document with every `$ref` to a component schema replaced by the schema itself (the
+ * generators and the validator here take one schema at a time, without the document around
+ * it), and its formats named as the app's validator names them.
+ */
+function withoutRefs(document: unknown): unknown {
+  const schemas = (document as { components?: { schemas?: Record<string, unknown> } }).components
+    ?.schemas;
+  const resolve = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(resolve);
+    if (value === null || typeof value !== 'object') return value;
+    const ref = (value as { $ref?: unknown }).$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+      const target = schemas?.[ref.slice('#/components/schemas/'.length)];
+      if (target === undefined) throw new Error(`no component for ${ref}`);
+      return resolve(target);
+    }
+    const schema = Object.fromEntries(
+      Object.entries(value).map(([key, member]) => [key, resolve(member)]),
+    ) as Record<string, unknown>;
+    // The document says http-url as the standard `uri` (with a pattern) and BCP 47 tags only in
+    // words (`x-rule`); the app's validator, which these tests judge by, has a format for each.
+    if (schema.format === 'uri') schema.format = 'http-url';
+    const rule = schema['x-rule'];
+    if (typeof rule === 'string' && rule.startsWith('a BCP 47 language tag')) {
+      schema.format ??= 'language-tag';
+    }
+    return schema;
+  };
+  return resolve(document);
+}
+
 describe('every operation under generated and mutated requests', { timeout: 600_000 }, () => {
   let ctx: TestContext;
   let keys: Record<GeneratedRequest['key'], string | null>;
@@ -106,7 +139,7 @@ describe('every operation under generated and mutated requests', { timeout: 600_
       none: null,
       garbage: 'not-a-key',
     };
-    const document = ctx.app.swagger() as unknown as {
+    const document = withoutRefs(ctx.app.swagger()) as unknown as {
       paths: Record<string, Record<string, Operation>>;
     };
     operations = Object.entries(document.paths)
@@ -166,7 +199,9 @@ describe('every operation under generated and mutated requests', { timeout: 600_
         for (const [name, value] of values) concrete = concrete.replace(`{${name}}`, value);
         return concrete;
       });
-    const queryParameters = parameters.filter((p) => p.in === 'query');
+    // `wait` (the event feed's long poll) holds a request up to 30 s when nothing new commits:
+    // it is left out here, and test/events.test.ts covers it.
+    const queryParameters = parameters.filter((p) => p.in === 'query' && p.name !== 'wait');
     const queryArbitrary = fc
       .tuple(
         fc.tuple(

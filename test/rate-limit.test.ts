@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Rate limits shared through Redis (REDIS_URL): two instances count one key's requests
 // together; Redis going away fails open (requests served, one warning logged) and the limit
 // holds again once Redis is back.

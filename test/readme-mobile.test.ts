@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // The README's "native mobile app" section must work as written: its application document is
 // accepted and every entry passes the checks (SSRF fence on), its exchange request returns an
 // access token, and its back-end snippet verifies that token. A real OpenID provider

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // "Revoking a key takes effect on every instance within one second" (docs/api.md). Two instances on one
 // database (a running server and `tessera keys revoke`, say; one SQLite file, or one
 // PostgreSQL schema in the PostgreSQL pass): the one that did not revoke trusts its cached

@@ -3,7 +3,7 @@
 // server-process.ts, which adds the check that no server prints a key.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,13 +11,33 @@ import { join } from 'node:path';
 export const repository = new URL('..', import.meta.url).pathname;
 
 /**
+ * True when the runner (scripts/run-tests.mjs) built dist/ from the sources under test just
+ * before, and nothing rebuilds it while the tests run.
+ */
+function distIsFresh(): boolean {
+  return process.env.TESSERA_TEST_DIST_FRESH === '1';
+}
+
+/**
+ * How to start the server's entry point (`npm start`'s): the compiled dist/main.js when the
+ * test runner just built it (no TypeScript compiler in each child), else the sources via tsx.
+ */
+export function serverEntry(): string[] {
+  return distIsFresh() ? [join(repository, 'dist/main.js')] : ['--import', 'tsx', 'src/main.ts'];
+}
+
+/**
  * Builds the server (tsc, as `npm run build` does) into a directory of its own, so that a
  * concurrent `npm start` elsewhere rewriting dist/ can never hand this run a half-written file.
+ * Under the test runner, which built dist/ once for the whole run, that build is used.
  */
 export function buildServerCopy(): { main: string; remove: () => void } {
+  if (distIsFresh()) return { main: join(repository, 'dist/main.js'), remove: () => {} };
   const directory = mkdtempSync(join(tmpdir(), 'tessera-chaos-build-'));
   copyFileSync(join(repository, 'package.json'), join(directory, 'package.json'));
   symlinkSync(join(repository, 'node_modules'), join(directory, 'node_modules'), 'dir');
+  // The built server reads files beside the sources (the console's style sheet and script).
+  symlinkSync(join(repository, 'src'), join(directory, 'src'), 'dir');
   const result = spawnSync(
     process.execPath,
     [
@@ -32,6 +52,14 @@ export function buildServerCopy(): { main: string; remove: () => void } {
     { cwd: repository, encoding: 'utf8' },
   );
   if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
+  // Files the build reads at run time from the source tree (the console's script and styles).
+  cpSync(
+    join(repository, 'src/modules/console/assets'),
+    join(directory, 'src/modules/console/assets'),
+    {
+      recursive: true,
+    },
+  );
   return {
     main: join(directory, 'dist/main.js'),
     remove: () => rmSync(directory, { recursive: true, force: true }),

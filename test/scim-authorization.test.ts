@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Who may call SCIM, and what every failure looks like there: a SCIM error body
 // (application/scim+json), never a problem document. Every SCIM route, every credential.
 

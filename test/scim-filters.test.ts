@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Property: any SCIM filter over Users returns, through the server (parser → store predicate →
 // SQL on this pass's store), exactly the users an in-memory evaluation of the same filter over
 // their SCIM representations selects (scim.evaluate.ts, which follows RFC 7644 §3.4.2.2).

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Okta's and Microsoft Entra ID's provisioning conversations (test/scim/*.transcript.json, in
 // the request shapes their documentation shows) replayed over real HTTP against a listening
 // server, on the store of this pass. Each step's expected response is a subset of the actual one.

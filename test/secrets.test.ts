@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // API key secrets: 256 random bits each, and the store keeps only their SHA-256 digests — read
 // from the bytes of the SQLite database file (and its WAL), and from every column of every
 // PostgreSQL row.

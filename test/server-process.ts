@@ -11,6 +11,7 @@ export {
   callServer,
   freePort,
   repository,
+  serverEntry,
 } from './run-server.js';
 
 const printed: { output: () => string; secrets: string[] }[] = [];

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Stopping: requests in flight finish; requests that arrive on an open connection meanwhile
 // get a 503 problem telling the client to retry, and the connection closes.
 

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Signing keys over the API (docs/api.md, Access tokens): GET /signing-keys lists them, never a private part;
 // POST /signing-keys/:kid/revoke removes a leaked key from the JWKS at once, a new active key
 // in place first. Checked as a resource server checks: jose's remote JWKS verifier, over HTTP.
@@ -12,6 +13,7 @@ import {
   TestClock,
   type TestContext,
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -110,14 +112,11 @@ describe('POST /signing-keys/:kid/revoke, seen by jose over HTTP', () => {
 });
 
 describe('GET /signing-keys', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp({ clock: new TestClock(Date.now()) });
+  const ctx = useTestApp({ clock: new TestClock(Date.now()) }, async () => {
     await createApplication(ctx, { client_id: 'app-a' });
     await createUser(ctx, 'app-a');
     await mint(ctx);
   });
-  after(() => ctx.close());
 
   it('lists kid, alg, state and times, never a private member', async () => {
     const rotated = await ctx.services.signingKeys.rotate(CLI_ORIGIN);

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // Clients that hold connections open (real TCP): slow ones are cut off with a 408 problem, and a
 // thousand idle connections do not keep real requests from being served.
 

@@ -1,13 +1,10 @@
+// tessera-test: both-stores
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildTestApp, call, createApplication, type TestContext } from './helpers.js';
+import { describe, it } from 'node:test';
+import { useTestApp, call, createApplication } from './helpers.js';
 
 describe('test helpers', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
-  });
-  after(() => ctx.close());
+  const ctx = useTestApp();
 
   it('creates and reads back an application through the real app', async () => {
     await createApplication(ctx);

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // A database that cannot take writes, seen over HTTP: the disk is full or the database is
 // read-only. Writes answer 503 with a problem that says why, reads keep working, and once the
 // fault is gone writes work again without a restart; nothing acknowledged before, during or

@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // What the security review found in the token exchange (outside tokens): an
 // unverified e-mail address registered a user, an `iat` an hour ahead was accepted, a 180 KiB
 // `iss` was echoed into the answer and the log, and every exchange during a provider outage

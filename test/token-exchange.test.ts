@@ -1,3 +1,4 @@
+// tessera-test: both-stores
 // The token exchange against a real OpenID provider (oidc-provider, in process): genuine
 // ID tokens from authorization code + PKCE, then every kind of forged or broken token.
 

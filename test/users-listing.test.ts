@@ -1,8 +1,10 @@
+// tessera-test: both-stores
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import {
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -408,12 +410,9 @@ describe('GET /applications/:client_id/users — pagination', () => {
 });
 
 describe('GET /applications/:client_id/users — query validation', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   const invalid: [string, string][] = [
     ['provider=BAD', 'provider'],

@@ -1,9 +1,11 @@
+// tessera-test: both-stores
 import { strict as assert } from 'node:assert';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -336,13 +338,10 @@ describe('user identity rules on create (docs/api.md, Users)', () => {
 });
 
 describe('lone UTF-16 surrogates in user bodies', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
     await createUser(ctx, CLIENT, { identifier: TARGET });
   });
-  after(() => ctx.close());
 
   /** JSON text with a placeholder string replaced by a raw `\udXXX` escape. */
   function withSurrogate(body: Record<string, unknown>, escape: string): string {
@@ -515,13 +514,10 @@ function sendRaw(ctx: TestContext, method: string, path: string, body?: unknown)
 }
 
 describe('user path parameters', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
     await ctx.app.listen({ port: 0, host: '127.0.0.1' });
   });
-  after(() => ctx.close());
 
   for (const segment of ['%2E%2E', '%2e%2E', '..', '%2E', '.']) {
     for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {

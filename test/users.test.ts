@@ -1,7 +1,9 @@
+// tessera-test: both-stores
 import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import {
   buildTestApp,
+  useTestApp,
   call,
   createApplication,
   createUser,
@@ -25,13 +27,10 @@ function timestamp(ctx: TestContext): string {
 }
 
 describe('POST /applications/:client_id/users', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
     await createApplication(ctx, { client_id: 'crm' });
   });
-  after(() => ctx.close());
 
   it('returns 201 with Location, a strong ETag and the full resource (avatar null when omitted)', async () => {
     const response = await call(ctx, 'POST', USERS, { body: userBody() });
@@ -202,12 +201,9 @@ const AWKWARD_IDENTIFIERS = [
 ];
 
 describe('awkward identifiers through every user route', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   for (const identifier of AWKWARD_IDENTIFIERS) {
     it(`creates, reads, replaces and patches ${JSON.stringify(identifier.slice(0, 24))} exactly`, async () => {
@@ -574,12 +570,9 @@ describe('PATCH /applications/:client_id/users/:provider/:identifier', () => {
 });
 
 describe('DELETE /applications/:client_id/users/:provider/:identifier', () => {
-  let ctx: TestContext;
-  before(async () => {
-    ctx = await buildTestApp();
+  const ctx = useTestApp({}, async () => {
     await createApplication(ctx);
   });
-  after(() => ctx.close());
 
   it('answers 204 with no body, then 404 for GET and for a second DELETE', async () => {
     await createUser(ctx, CLIENT, { identifier: 'leaver' });

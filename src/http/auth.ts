@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem } from '../problems.js';
 import { type AuthFailureLimiter, retryAfterSeconds } from './auth-failures.js';
+import type { AuthFailureReason } from './metrics.js';
 import type { Role } from '../roles.js';
 import type { ApiKeyRecord } from '../store/store.js';
 
@@ -18,7 +19,12 @@ declare module 'fastify' {
   }
 }
 
-export type Authenticate = (secret: string) => Promise<ApiKeyRecord | undefined>;
+/** The live key for a secret, or why there is none (for metrics; callers are never told). */
+export type KeyCheck =
+  | { ok: true; key: ApiKeyRecord }
+  | { ok: false; reason: Exclude<AuthFailureReason, 'missing' | 'malformed'> };
+
+export type Authenticate = (secret: string) => Promise<KeyCheck>;
 
 // RFC 9110 credentials: an auth-scheme token, one or more spaces, then the key.
 const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) +([\x21-\x7e]+)$/;
@@ -81,6 +87,7 @@ export function registerAuthentication(
   authenticate: Authenticate,
   failures: AuthFailureLimiter,
   schemes: CredentialSchemes = API_KEY_SCHEME,
+  onFailure: (reason: AuthFailureReason) => void = () => {},
 ): void {
   if (!app.hasRequestDecorator('apiKey')) app.decorateRequest('apiKey', null);
   app.addHook('onRequest', async function authorizeRequest(request) {
@@ -89,12 +96,18 @@ export function registerAuthentication(
     // Checked before the key is even parsed: past the limit, a guess is not looked up.
     const waitMs = await failures.retryAfterMs(request.ip);
     if (waitMs > 0) throw tooManyFailures(waitMs);
-    const secret = parseApiKeyHeader(request.headers.authorization, schemes.accepted);
-    const key = secret === null ? undefined : await authenticate(secret);
-    if (key === undefined) {
+    const header = request.headers.authorization;
+    const secret = parseApiKeyHeader(header, schemes.accepted);
+    const check: KeyCheck | { ok: false; reason: 'missing' | 'malformed' } =
+      secret === null
+        ? { ok: false, reason: header === undefined ? 'missing' : 'malformed' }
+        : await authenticate(secret);
+    if (!check.ok) {
+      onFailure(check.reason);
       await failures.recordFailure(request.ip);
       throw unauthenticated(schemes);
     }
+    const key = check.key;
     request.apiKey = key;
     if (!key.roles.includes(role)) {
       throw problem('forbidden', `This API key lacks the role ${role}.`);

@@ -102,6 +102,21 @@ export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex):
   });
 }
 
+/**
+ * A path under `prefix` that ends in a slash names no resource: 404, whatever the method.
+ * Without this, `/applications/` reached the route for one application with an empty id (400)
+ * and `/applications/a1/` no route at all (404). The detail names the path without the slash.
+ */
+export function trailingSlashProblem(request: FastifyRequest, prefix: string): ProblemError | null {
+  const path = requestPath(request);
+  if (!path.endsWith('/') || !path.startsWith(`${prefix}/`)) return null;
+  return problem(
+    'not-found',
+    `No route ${request.method} ${quoteInput(path)}: paths take no trailing slash ` +
+      `(use ${quoteInput(path.replace(/\/+$/, ''))}).`,
+  );
+}
+
 /** The answer to a request no route serves: 405 with Allow on a known path, else 404. */
 export function unknownRouteProblem(request: FastifyRequest, routes: RouteIndex): ProblemError {
   const path = requestPath(request);

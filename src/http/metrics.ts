@@ -1,18 +1,96 @@
-// Prometheus metrics: request count and latency by route pattern and status, plus the
-// process defaults. Labels use the route pattern, never the raw URL, to bound cardinality.
+// Prometheus metrics. The standard process_* and nodejs_* metrics under their usual names, so
+// stock Node.js dashboards work; tessera_build_info; requests by route pattern and status; and
+// what an operator of an identity service watches: failed authentications by reason, token
+// exchanges by outcome and failed check, fetches of providers' keys (JWKS), rate-limited
+// requests, the store's connection pool and SQLite's commit latency. Labels are route
+// patterns and fixed words, never raw input, to bound cardinality.
 
 import type { FastifyInstance } from 'fastify';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Store } from '../store/store.js';
 import { isDebugEnabled } from './logging.js';
 import { requestPath } from './request-path.js';
 
-export function createMetricsRegistry(): Registry {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'tessera_' });
-  return registry;
+/** Why an API key was refused. Callers are never told; the operator's metrics are. */
+export type AuthFailureReason =
+  'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'superseded';
+
+/** The metrics the rest of the application reports to. */
+export interface Metrics {
+  readonly registry: Registry;
+  authenticationFailed(reason: AuthFailureReason): void;
+  /** outcome: "issued", or the OAuth error code; failedCheck: the check that refused, if one did. */
+  tokenExchanged(outcome: string, failedCheck: string | null): void;
+  /** A provider's key set was fetched (ok) or could not be (failed). */
+  jwksFetched(outcome: 'ok' | 'failed'): void;
 }
 
-export function registerRequestMetrics(app: FastifyInstance, registry: Registry): void {
+export function createMetrics(options: { version: string }): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'tessera_build_info',
+    help: 'Always 1; the labels say which Tessera and which Node.js run',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version: options.version, node: process.versions.node }, 1);
+  const authFailures = new Counter({
+    name: 'tessera_authentication_failures_total',
+    help: 'API keys refused, by reason (missing, malformed, unknown, revoked, expired, superseded)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  const exchanges = new Counter({
+    name: 'tessera_token_exchanges_total',
+    help: 'Token exchanges at /oauth2/token, by outcome and the check that failed ("" if none)',
+    labelNames: ['outcome', 'failed_check'],
+    registers: [registry],
+  });
+  const jwks = new Counter({
+    name: 'tessera_jwks_fetches_total',
+    help: "Fetches of identity providers' key sets (JWKS), by outcome (ok, failed)",
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return {
+    registry,
+    authenticationFailed: (reason) => authFailures.inc({ reason }),
+    tokenExchanged: (outcome, failedCheck) =>
+      exchanges.inc({ outcome, failed_check: failedCheck ?? '' }),
+    jwksFetched: (outcome) => jwks.inc({ outcome }),
+  };
+}
+
+/** The store's pool occupancy (read at each scrape) and commit latency. */
+export function registerStoreMetrics(metrics: Metrics, store: Store): void {
+  new Gauge({
+    name: 'tessera_store_pool_connections',
+    help: 'Database connections by state: total (open), idle, and waiting (queries queued for one)',
+    labelNames: ['state'],
+    registers: [metrics.registry],
+    collect() {
+      const stats = store.poolStats?.();
+      if (stats === null || stats === undefined) return;
+      this.set({ state: 'total' }, stats.total);
+      this.set({ state: 'idle' }, stats.idle);
+      this.set({ state: 'waiting' }, stats.waiting);
+    },
+  });
+  if (store.kind !== 'sqlite') return;
+  const commits = new Histogram({
+    name: 'tessera_sqlite_commit_duration_seconds',
+    help: 'How long each SQLite COMMIT (a group of writes made durable) took',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [metrics.registry],
+  });
+  store.observe?.({ committed: (seconds) => commits.observe(seconds) });
+}
+
+export function registerRequestMetrics(
+  app: FastifyInstance,
+  registry: Registry,
+  options: { tokenEndpoint: string },
+): void {
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({
     name: 'tessera_http_requests_total',
@@ -27,15 +105,31 @@ export function registerRequestMetrics(app: FastifyInstance, registry: Registry)
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  const limited = new Counter({
+    name: 'tessera_rate_limited_requests_total',
+    help:
+      'Requests refused with 429, by limit: api_key (requests per key), auth_failures ' +
+      '(failed authentications per address), token_refusals (refused token requests per address)',
+    labelNames: ['limit'],
+    registers: [registry],
+  });
 
   app.addHook('onResponse', function recordRequest(request, reply, done) {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? '(unmatched)',
-      status: String(reply.statusCode),
-    };
+    const route = request.routeOptions.url ?? '(unmatched)';
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
+    if (reply.statusCode === 429) {
+      // The per-key limiter (@fastify/rate-limit) sends RateLimit-* headers; the failed-
+      // authentication limit refuses before it runs, so its 429s have none.
+      const limit =
+        route === options.tokenEndpoint
+          ? 'token_refusals'
+          : reply.hasHeader('ratelimit-limit')
+            ? 'api_key'
+            : 'auth_failures';
+      limited.inc({ limit });
+    }
     if (isDebugEnabled(request.log)) {
       request.log.debug(
         // The path only: a query string may carry anything, even a key pasted by mistake.

@@ -8,12 +8,18 @@ export interface OpenStoreOptions {
   onIdleError?: (error: Error) => void;
   /** Open an existing SQLite file only; never create it or its directory. */
   mustExist?: boolean;
+  /** False only for the bench's runs without events (IAM_BENCH_WITHOUT_EVENTS). */
+  recordEvents?: boolean;
 }
 
 /** The Store for a configured database, opened but not yet migrated. */
 export function openStore(database: DatabaseConfig, options: OpenStoreOptions = {}): Store {
   if (database.kind === 'sqlite') {
-    return openSqliteStore({ path: database.path, mustExist: options.mustExist === true });
+    return openSqliteStore({
+      path: database.path,
+      mustExist: options.mustExist === true,
+      recordEvents: options.recordEvents !== false,
+    });
   }
   const { kind: _kind, ...postgres } = database;
   const { mustExist: _mustExist, ...postgresOptions } = options;

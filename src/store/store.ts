@@ -454,4 +454,22 @@ export interface Store {
   migrate(): Promise<void>;
   /** Finishes acknowledged work and releases the database. */
   close(): Promise<void>;
+  /** The connection pool's occupancy, for metrics; null where there is no pool (SQLite). */
+  poolStats?(): PoolStats | null;
+  /** Tells `observer` what the store does, for metrics; absent where there is nothing to tell. */
+  observe?(observer: StoreObserver): void;
+}
+
+export interface PoolStats {
+  /** Connections open. */
+  total: number;
+  /** Open connections not serving a query. */
+  idle: number;
+  /** Queries waiting for a connection. */
+  waiting: number;
+}
+
+export interface StoreObserver {
+  /** A write transaction was made durable; `seconds` is how long its COMMIT took. */
+  committed?(seconds: number): void;
 }

@@ -29,6 +29,11 @@ const MAX_LOOKUP_ROUNDS = 3;
  * briefly, so a busy caller costs one query per key per cache period, not one per request;
  * concurrent lookups of one digest share a single query.
  */
+/** A secret's key, or why it has none: unknown, revoked, expired, or an old secret past its overlap. */
+export type KeyVerdict =
+  | { ok: true; key: ApiKeyRecord }
+  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'superseded' };
+
 export class ApiKeyAuthenticator {
   readonly #known: LRUCache<string, ApiKeyRecord>;
   readonly #unknown: LRUCache<string, true>;
@@ -58,14 +63,23 @@ export class ApiKeyAuthenticator {
    * secret is its current one, or the one a rotation replaced while its overlap lasts.
    */
   async authenticate(secret: string): Promise<ApiKeyRecord | undefined> {
+    const check = await this.verify(secret);
+    return check.ok ? check.key : undefined;
+  }
+
+  /** As authenticate, saying why a secret is refused (for metrics, never for the caller). */
+  async verify(secret: string): Promise<KeyVerdict> {
     const digest = digestSecret(secret);
     const key = this.#known.get(digest) ?? (await this.#lookUp(digest));
-    if (key === undefined || key.revokedAt !== null) return undefined;
+    if (key === undefined) return { ok: false, reason: 'unknown' };
+    if (key.revokedAt !== null) return { ok: false, reason: 'revoked' };
     const now = this.deps.clock.now();
-    if (key.expiresAt !== null && key.expiresAt <= now) return undefined;
-    if (digest !== key.secretDigest && !(key.previousExpiresAt! > now)) return undefined;
+    if (key.expiresAt !== null && key.expiresAt <= now) return { ok: false, reason: 'expired' };
+    if (digest !== key.secretDigest && !(key.previousExpiresAt! > now)) {
+      return { ok: false, reason: 'superseded' };
+    }
     this.#recordUse(key, now);
-    return key;
+    return { ok: true, key };
   }
 
   /** Drops what this instance remembers of a key, e.g. right after revoking it here. */

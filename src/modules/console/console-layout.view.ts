@@ -36,7 +36,7 @@ const HTMX_CONFIG = JSON.stringify({
   ],
 });
 
-export type Section = 'applications' | 'api-keys' | 'signing-keys' | 'sign-in';
+export type Section = 'applications' | 'api-keys' | 'signing-keys' | 'events' | 'sign-in';
 
 export function page(options: {
   title: string;
@@ -54,6 +54,7 @@ export function page(options: {
       role: 'applications:read',
     },
     { section: 'api-keys', href: '/console/api-keys', label: 'API keys', role: 'keys:read' },
+    { section: 'events', href: '/console/events', label: 'Events', role: 'events:read' },
     {
       section: 'signing-keys',
       href: '/console/signing-keys',

@@ -15,6 +15,7 @@ import { toProblem } from '../../http/error-handler.js';
 import { type ProblemError, problem } from '../../problems.js';
 import type { Role } from '../../roles.js';
 import { registerConsoleApplicationRoutes } from './console-applications.routes.js';
+import { registerConsoleEventRoutes } from './console-events.routes.js';
 import { registerConsoleKeyRoutes } from './console-keys.routes.js';
 import type { Viewer } from './console-layout.view.js';
 import { errorPage, messagePage, signInPage } from './console-sign-in.view.js';
@@ -33,6 +34,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Console routes served without a session (sign-in, assets). */
     consolePublic?: boolean;
+    /** Console routes a page calls by itself (live updates): they do not count as activity. */
+    consolePassive?: boolean;
   }
   interface FastifyRequest {
     consoleSession: ConsoleSession | null;
@@ -161,7 +164,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       scope.addHook('preHandler', async function requireSession(request, reply) {
         if (request.routeOptions.config.consolePublic === true) return;
         const sessionId = request.cookies[COOKIE];
-        const session = sessionId === undefined ? null : await deps.sessions.findSession(sessionId);
+        const session =
+          sessionId === undefined
+            ? null
+            : await deps.sessions.findSession(sessionId, {
+                touch: request.routeOptions.config.consolePassive !== true,
+              });
         if (session === null) {
           if (sessionId !== undefined) clearSessionCookie(reply);
           const location = `${CONSOLE_PREFIX}/sign-in${sessionId === undefined ? '' : '?ended=1'}`;
@@ -227,11 +235,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
       scope.get('/', { schema: { hide: true } }, function openConsole(request, reply) {
         const { key } = sessionOf(request);
-        const home = key.roles.includes('applications:read')
-          ? '/applications'
-          : key.roles.includes('keys:read')
-            ? '/api-keys'
-            : '/account';
+        const pages: [Role, string][] = [
+          ['applications:read', '/applications'],
+          ['keys:read', '/api-keys'],
+          ['events:read', '/events'],
+        ];
+        const home = pages.find(([role]) => key.roles.includes(role))?.[1] ?? '/account';
         return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
       });
 
@@ -317,6 +326,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       registerConsoleApplicationRoutes(scope, deps.services);
       registerConsoleUserRoutes(scope, deps.services);
       registerConsoleKeyRoutes(scope, deps.services, deps.clock);
+      registerConsoleEventRoutes(scope, deps.services, deps.clock);
     },
     { prefix: CONSOLE_PREFIX },
   );

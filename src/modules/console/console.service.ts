@@ -89,7 +89,10 @@ export class ConsoleSessions {
    * The live session behind a cookie's id, or null: it exists, is within its idle and absolute
    * limits, and its key still works with the secret it signed in with. An ended one is deleted.
    */
-  async findSession(sessionId: string): Promise<ConsoleSession | null> {
+  async findSession(
+    sessionId: string,
+    options: { touch: boolean } = { touch: true },
+  ): Promise<ConsoleSession | null> {
     const idDigest = digest(sessionId);
     const record = await this.deps.store.consoleSessions.findConsoleSession(idDigest);
     if (record === undefined) return null;
@@ -104,7 +107,7 @@ export class ConsoleSessions {
       await this.deps.store.consoleSessions.deleteConsoleSession(idDigest);
       return null;
     }
-    if (now - record.lastSeenAt >= TOUCH_INTERVAL_MS) {
+    if (options.touch && now - record.lastSeenAt >= TOUCH_INTERVAL_MS) {
       await this.deps.store.consoleSessions.touchConsoleSession(idDigest, now);
       record.lastSeenAt = now;
     }

@@ -5,6 +5,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAuthentication, type Authenticate } from '../../http/auth.js';
+import type { AuthFailureReason } from '../../http/metrics.js';
 import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { JSON_MEDIA_TYPE, registerJsonBodies } from '../../http/content-types.js';
 import { toProblem } from '../../http/error-handler.js';
@@ -75,14 +76,19 @@ export async function prepareScimScope(
     failures: AuthFailureLimiter;
     rateLimit: RateLimitOptions;
     routes: RouteIndex;
+    /** Told why each API key was refused (metrics). */
+    onAuthFailure?: (reason: AuthFailureReason) => void;
   },
 ): Promise<void> {
   registerJsonBodies(scope, [SCIM_MEDIA_TYPE, JSON_MEDIA_TYPE]);
   // SCIM clients send `Authorization: Bearer <token>`; the token here is a Tessera API key.
-  registerAuthentication(scope, deps.authenticate, deps.failures, {
-    accepted: ['bearer', 'apikey'],
-    challenge: 'Bearer',
-  });
+  registerAuthentication(
+    scope,
+    deps.authenticate,
+    deps.failures,
+    { accepted: ['bearer', 'apikey'], challenge: 'Bearer' },
+    deps.onAuthFailure,
+  );
   await registerRateLimit(scope, deps.rateLimit);
 
   scope.setErrorHandler(function handleScimError(error, request, reply) {

@@ -101,6 +101,8 @@ export class ExternalTokenVerifier {
       cooldownMs?: number;
       /** How long fetched keys are used before they are fetched again (jose's cacheMaxAge). */
       cacheMaxAgeMs?: number;
+      /** Told of each JWKS fetch and whether it brought a key set (metrics). */
+      onJwksFetch?: (outcome: 'ok' | 'failed') => void;
     },
   ) {
     this.#providerKeys = new ProviderKeys(deps);

@@ -44,6 +44,8 @@ export function registerOAuthRoutes(
     tokenExchange: TokenExchange;
     /** Refused token requests per client address (the outside token is the credential). */
     failures: AuthFailureLimiter;
+    /** Told the outcome of each exchange (metrics). */
+    onExchange?: (outcome: string, failedCheck: string | null) => void;
   },
 ): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -126,6 +128,12 @@ export function registerOAuthRoutes(
     });
     scope.setErrorHandler(async function answerOAuthError(error, request, reply) {
       const failure = toOAuthError(error, request);
+      if (request.routeOptions.url === TOKEN_ENDPOINT) {
+        deps.onExchange?.(
+          failure.status === 429 ? 'rate_limited' : failure.error,
+          failure.failedCheck,
+        );
+      }
       if (failure.status === 400 || failure.status === 401) {
         await deps.failures.recordFailure(request.ip);
       }
@@ -168,6 +176,7 @@ export function registerOAuthRoutes(
           request.id,
         );
         reply.header('cache-control', 'no-store');
+        deps.onExchange?.('issued', null);
         return result;
       },
     );

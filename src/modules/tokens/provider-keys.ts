@@ -60,6 +60,8 @@ export class ProviderKeys {
       cooldownMs?: number;
       /** How long fetched keys are used before they are fetched again (jose's cacheMaxAge). */
       cacheMaxAgeMs?: number;
+      /** Told of each JWKS fetch and whether it brought a key set (metrics). */
+      onJwksFetch?: (outcome: 'ok' | 'failed') => void;
     },
   ) {}
 
@@ -96,6 +98,22 @@ export class ProviderKeys {
     };
   }
 
+  /** The fetch, reporting each attempt's outcome: a 2xx answer is "ok", anything else "failed". */
+  #countedFetch(fetch: ReturnType<typeof fencedFetch>): ReturnType<typeof fencedFetch> {
+    const report = this.deps.onJwksFetch;
+    if (report === undefined) return fetch;
+    return async function fetchCounted(...args: Parameters<typeof fetch>) {
+      try {
+        const response = await fetch(...args);
+        report(response.ok ? 'ok' : 'failed');
+        return response;
+      } catch (error) {
+        report('failed');
+        throw error;
+      }
+    };
+  }
+
   #keySet(url: URL): RemoteJWKSet {
     let keySet = this.#keySets.get(url.href);
     if (keySet === undefined) {
@@ -103,7 +121,7 @@ export class ProviderKeys {
         timeoutDuration: OUTBOUND_TIMEOUT_MS,
         cooldownDuration: this.deps.cooldownMs ?? 30_000,
         cacheMaxAge: this.deps.cacheMaxAgeMs ?? 10 * 60_000,
-        [customFetch]: fencedFetch(this.deps.policy),
+        [customFetch]: this.#countedFetch(fencedFetch(this.deps.policy)),
       });
       this.#keySets.set(url.href, keySet);
     }

@@ -39,6 +39,8 @@ export class OAuthError extends Error {
     readonly description: string,
     readonly status = error === 'invalid_client' ? 401 : 400,
     readonly headers: Record<string, string> = {},
+    /** The check of the token or user that refused the exchange, when one did (metrics). */
+    readonly failedCheck: string | null = null,
   ) {
     super(description);
   }
@@ -212,11 +214,21 @@ function checkExchangeParameters(parameters: Record<string, string>) {
 
 function refusal(failure: CheckFailure): OAuthError {
   if (failure.retryable) {
-    return new OAuthError('temporarily_unavailable', failure.detail, 503, {
-      'retry-after': String(PROVIDER_RETRY_AFTER_SECONDS),
-    });
+    return new OAuthError(
+      'temporarily_unavailable',
+      failure.detail,
+      503,
+      { 'retry-after': String(PROVIDER_RETRY_AFTER_SECONDS) },
+      failure.check,
+    );
   }
-  return new OAuthError('invalid_grant', `${failure.check}: ${failure.detail}`);
+  return new OAuthError(
+    'invalid_grant',
+    `${failure.check}: ${failure.detail}`,
+    400,
+    {},
+    failure.check,
+  );
 }
 
 /**

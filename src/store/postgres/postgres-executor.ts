@@ -19,6 +19,7 @@ import { migrateToLatest } from '../sql/migrate.js';
 import { EVENT_COLUMNS, type EventRow } from '../sql/rows.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
+import type { PoolStats } from '../store.js';
 import {
   isConnectionFailure,
   isPlanInvalidated,
@@ -55,6 +56,8 @@ export interface PostgresExecutorOptions {
   onIdleError?: (error: Error) => void;
   /** The migrations to apply; postgresMigrations unless a test says otherwise. */
   migrations?: Record<string, Migration>;
+  /** False only for the bench's runs without events (see SqliteStoreOptions.recordEvents). */
+  recordEvents?: boolean;
 }
 
 // BIGINT (epoch milliseconds, counts) as a JavaScript number: every such value here is far
@@ -85,7 +88,10 @@ export class PostgresExecutor implements SqlExecutor {
   #idle: (() => void) | undefined;
   #closing: Promise<void> | undefined;
 
+  readonly #recordEvents: boolean;
+
   constructor(options: PostgresExecutorOptions) {
+    this.#recordEvents = options.recordEvents !== false;
     this.#connection = { ...options.connection, types };
     this.#migrations = options.migrations ?? postgresMigrations;
     this.#pool = new pg.Pool(this.#connection);
@@ -109,7 +115,7 @@ export class PostgresExecutor implements SqlExecutor {
   write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     return this.#track(async () => {
       const [only] = statements;
-      const events = options.events ?? [];
+      const events = this.#recordEvents ? (options.events ?? []) : [];
       if (
         statements.length === 1 &&
         only !== undefined &&
@@ -202,6 +208,14 @@ export class PostgresExecutor implements SqlExecutor {
     await client.query('commit');
   }
 
+  poolStats(): PoolStats {
+    return {
+      total: this.#pool.totalCount,
+      idle: this.#pool.idleCount,
+      waiting: this.#pool.waitingCount,
+    };
+  }
+
   /** Lets every started operation finish (including a read that follows a write), then ends the pool. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
@@ -231,7 +245,7 @@ export class PostgresExecutor implements SqlExecutor {
         }
         changes.push(changed);
       }
-      const events = options.events ?? [];
+      const events = this.#recordEvents ? (options.events ?? []) : [];
       if (events.length > 0 && changes.every((changed) => changed > 0)) {
         await this.#prepared(client, insertEvents(events));
       }

@@ -5,6 +5,11 @@ import type { Store } from '../store.js';
 import { PostgresExecutor } from './postgres-executor.js';
 
 export interface PostgresStoreOptions {
+  /**
+   * False only in the bench's "without events" runs (IAM_BENCH_WITHOUT_EVENTS), to measure
+   * what the audit trail costs: writes then record no event. Never off in service.
+   */
+  recordEvents?: boolean;
   /** postgres://… or postgresql://…; its query parameters (sslmode, options, …) are pg's. */
   url: string;
   /** The schema holding Tessera's tables; default: the connection's own search_path. */
@@ -63,6 +68,7 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
       },
       ...(options.onIdleError === undefined ? {} : { onIdleError: options.onIdleError }),
       ...(options.migrations === undefined ? {} : { migrations: options.migrations }),
+      recordEvents: options.recordEvents !== false,
     }),
   );
 }

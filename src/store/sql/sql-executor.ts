@@ -3,6 +3,7 @@
 // query with Kysely and compile it for the dialect; executors never see domain records.
 
 import type { CompiledQuery, Expression, Kysely, SqlBool } from 'kysely';
+import type { PoolStats, StoreObserver } from '../store.js';
 import type { EventRow } from './rows.js';
 import type { Tables } from './tables.js';
 
@@ -45,6 +46,10 @@ export interface SqlExecutor {
   migrate(): Promise<void>;
   /** Waits for acknowledged writes, then releases the database. */
   close(): Promise<void>;
+  /** See Store.poolStats. */
+  poolStats?(): PoolStats;
+  /** See Store.observe. */
+  observe?(observer: StoreObserver): void;
 }
 
 export interface SqlFlavor {

@@ -1,4 +1,4 @@
-import type { Store } from '../store.js';
+import type { PoolStats, Store, StoreObserver } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
@@ -46,5 +46,13 @@ export class SqlStore implements Store {
 
   close(): Promise<void> {
     return this.sql.close();
+  }
+
+  poolStats(): PoolStats | null {
+    return this.sql.poolStats?.() ?? null;
+  }
+
+  observe(observer: StoreObserver): void {
+    this.sql.observe?.(observer);
   }
 }

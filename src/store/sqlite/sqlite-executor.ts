@@ -4,6 +4,7 @@ import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.j
 import { migrateToLatest } from '../sql/migrate.js';
 import { EVENT_COLUMNS } from '../sql/rows.js';
 import type { Tables } from '../sql/tables.js';
+import type { StoreObserver } from '../store.js';
 import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
@@ -49,7 +50,13 @@ export class SqliteExecutor implements SqlExecutor {
   readonly #ping: Database.Statement;
   #insertEventStatement: Database.Statement | undefined;
 
-  constructor(database: Database.Database, options: { lockWaitMs?: number } = {}) {
+  readonly #recordEvents: boolean;
+
+  constructor(
+    database: Database.Database,
+    options: { lockWaitMs?: number; recordEvents?: boolean } = {},
+  ) {
+    this.#recordEvents = options.recordEvents !== false;
     this.#database = database;
     this.db = new Kysely<Tables>({ dialect: new SqliteDialect({ database }) });
     this.#batcher = new SqliteWriteBatcher(database, options);
@@ -81,7 +88,7 @@ export class SqliteExecutor implements SqlExecutor {
     // transactions are serializable already. A throw inside the work rolls back its savepoint.
     // Events go in the write's own savepoint: with it, or not at all. One writer at a time
     // holds the database, so AUTOINCREMENT hands out ids in commit order.
-    const events = options.events ?? [];
+    const events = this.#recordEvents ? (options.events ?? []) : [];
     return this.#batcher.run(() => {
       const changed = statements.map((query) => {
         const changes = this.#prepare(query.sql).run(...query.parameters).changes;
@@ -154,6 +161,10 @@ export class SqliteExecutor implements SqlExecutor {
     } finally {
       database.pragma(`busy_timeout = ${busyTimeout}`);
     }
+  }
+
+  observe(observer: StoreObserver): void {
+    this.#batcher.observers.push(observer);
   }
 
   async close(): Promise<void> {

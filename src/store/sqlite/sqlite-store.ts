@@ -9,6 +9,11 @@ import { DEFAULT_LOCK_WAIT_MS } from './sqlite-write-batcher.js';
 import { translateSqliteError } from './sqlite-errors.js';
 
 export interface SqliteStoreOptions {
+  /**
+   * False only in the bench's "without events" runs (IAM_BENCH_WITHOUT_EVENTS), to measure
+   * what the audit trail costs: writes then record no event. Never off in service.
+   */
+  recordEvents?: boolean;
   /** A file path, or ':memory:'. */
   path: string;
   /**
@@ -76,6 +81,9 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     throw translateSqliteError(error);
   }
   return new SqlStore(
-    new SqliteExecutor(database, { lockWaitMs: options.busyTimeoutMs ?? DEFAULT_LOCK_WAIT_MS }),
+    new SqliteExecutor(database, {
+      lockWaitMs: options.busyTimeoutMs ?? DEFAULT_LOCK_WAIT_MS,
+      recordEvents: options.recordEvents !== false,
+    }),
   );
 }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
+import type { StoreObserver } from '../store.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 
 interface Job {
@@ -44,6 +45,8 @@ export class SqliteWriteBatcher {
   #markIdle: () => void = () => {};
   readonly #lockWaitMs: number;
   readonly #statements;
+  /** Told how long each COMMIT took (metrics). */
+  readonly observers: StoreObserver[] = [];
 
   constructor(
     private readonly db: Database.Database,
@@ -135,7 +138,12 @@ export class SqliteWriteBatcher {
         pending = pending.slice(done.length);
         continue;
       }
+      const started = performance.now();
       const commitFailure = this.#tryStatement(this.#statements.commit);
+      if (commitFailure === undefined) {
+        const seconds = (performance.now() - started) / 1000;
+        for (const observer of this.observers) observer.committed?.(seconds);
+      }
       if (commitFailure !== undefined) {
         if (this.db.inTransaction) this.#tryStatement(this.#statements.rollback);
         return settleAll(done, { ok: false, error: commitFailure });
