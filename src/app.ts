@@ -61,6 +61,14 @@ import { SCIM_PREFIX, prepareScimScope } from './modules/scim/scim.http.js';
 import { registerScimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
+import { WebhookSender } from './modules/webhooks/webhook-delivery.js';
+import {
+  type DispatcherOptions,
+  WebhookDispatcher,
+} from './modules/webhooks/webhook-dispatcher.js';
+import { toEventPayload } from './modules/webhooks/webhook-payload.js';
+import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.js';
+import { WebhooksService } from './modules/webhooks/webhooks.service.js';
 import { UsersService } from './modules/users/users.service.js';
 import { type ProblemError, problem } from './problems.js';
 import type { Store } from './store/store.js';
@@ -85,8 +93,20 @@ export interface Services {
   tokenExchange: TokenExchange;
   scim: ScimService;
   scimGroups: ScimGroupsService;
+  webhooks: WebhooksService;
+  /** Delivers events to webhooks in the background while the app runs. */
+  webhookDispatcher: WebhookDispatcher;
   events: EventsService;
   consoleSessions: ConsoleSessions;
+}
+
+/** How webhooks are delivered (IAM_ALLOW_INSECURE_WEBHOOKS; the rest for tests and benches). */
+export interface WebhookSettings {
+  /** Lift the outbound fence's scheme and address rules (local receivers, tests). */
+  allowInsecure: boolean;
+  dispatcher?: Partial<DispatcherOptions>;
+  /** The attempt timeout (default 15 s). */
+  timeoutMs?: number;
 }
 
 export function createServices(deps: {
@@ -94,12 +114,16 @@ export function createServices(deps: {
   clock: Clock;
   log: FastifyBaseLogger;
   tokens?: TokenSettings;
+  webhooks?: WebhookSettings;
+  /** The version in the User-Agent of webhook deliveries. */
+  version?: string;
   /** Where the services report what they did (JWKS fetches); none in the CLI. */
   metrics?: Metrics;
   /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
   console?: ConsoleSessionLimits;
 }): Services {
   const { store, clock, log } = deps;
+  const webhookSettings: WebhookSettings = deps.webhooks ?? { allowInsecure: false };
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
   const authenticator = new ApiKeyAuthenticator(
     { store, clock },
@@ -129,6 +153,26 @@ export function createServices(deps: {
       ? {}
       : { onJwksFetch: deps.metrics.jwksFetched.bind(deps.metrics) }),
   });
+  // The dispatcher is told about webhook changes (after both exist).
+  const webhooks = new WebhooksService({
+    store,
+    clock,
+    policy: { allowInsecure: webhookSettings.allowInsecure },
+    secretKey: tokens.secretKey ?? null,
+    onChange: () => dispatcher.reconsider(),
+  });
+  const dispatcher = new WebhookDispatcher({
+    store,
+    webhooks,
+    sender: new WebhookSender({
+      policy: { allowInsecure: webhookSettings.allowInsecure },
+      userAgent: `Tessera-Webhooks/${deps.version ?? 'dev'}`,
+      ...(webhookSettings.timeoutMs === undefined ? {} : { timeoutMs: webhookSettings.timeoutMs }),
+    }),
+    toPayload: toEventPayload,
+    log,
+    ...(webhookSettings.dispatcher === undefined ? {} : { options: webhookSettings.dispatcher }),
+  });
   return {
     authenticator,
     applications,
@@ -139,6 +183,8 @@ export function createServices(deps: {
     tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
+    webhooks,
+    webhookDispatcher: dispatcher,
     events: new EventsService({ store, clock }),
     consoleSessions: new ConsoleSessions({
       store,
@@ -261,6 +307,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     services.events.stopWaiting();
     done();
   });
+  // Webhook delivery runs while the app does; in-flight attempts finish (briefly) on close.
+  app.addHook('onReady', function startWebhookDelivery(done) {
+    services.webhookDispatcher.start();
+    done();
+  });
+  app.addHook('preClose', async function stopWebhookDelivery() {
+    await services.webhookDispatcher.stop();
+  });
+  // A write this instance acknowledged has committed its events: deliver them now rather
+  // than at the next poll.
+  app.addHook('onResponse', function wakeWebhookDelivery(request, reply, done) {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) {
+      services.webhookDispatcher.wake();
+    }
+    done();
+  });
   app.addHook('onRequest', function checkRequestBasics(request, reply, done) {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
@@ -319,6 +381,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
+        { name: 'webhooks', description: 'Events pushed to your endpoints, signed' },
         { name: 'events', description: 'The audit trail and change feed' },
         {
           name: 'scim',
@@ -405,6 +468,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
       registerSigningKeyRoutes(scope, services);
+      registerWebhookRoutes(scope, { webhooks: services.webhooks, cursors });
       registerEventRoutes(scope, services);
     },
     { prefix: API_PREFIX },

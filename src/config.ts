@@ -94,6 +94,7 @@ const Environment = Type.Object({
     }),
   ),
   IAM_ALLOW_INSECURE_JWKS: Type.Optional(BooleanText),
+  IAM_ALLOW_INSECURE_WEBHOOKS: Type.Optional(BooleanText),
   IAM_SECRET_KEY: Type.Optional(
     Type.String({
       pattern: '^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}$',
@@ -200,6 +201,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       /** IAM_SECRET_KEY: seals private signing keys at rest (AES-256-GCM); null: kept in clear. */
       secretKey:
         vars.IAM_SECRET_KEY === undefined ? null : Buffer.from(vars.IAM_SECRET_KEY, 'base64'),
+    },
+    webhooks: {
+      /** IAM_ALLOW_INSECURE_WEBHOOKS: deliveries may go to http: and private addresses. */
+      allowInsecure: vars.IAM_ALLOW_INSECURE_WEBHOOKS === 'true',
     },
     /**
      * The issuer was derived from a wildcard listen address (HOST=0.0.0.0 or ::): no verifier

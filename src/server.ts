@@ -56,6 +56,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     clock: systemClock,
     log: logger,
     tokens: config.tokens,
+    webhooks: config.webhooks,
+    version,
     metrics,
     console: config.console,
   });
@@ -109,6 +111,11 @@ export function warnAboutConfiguration(config: Config, logger: pino.Logger): voi
   if (config.tokens.allowInsecureJwks) {
     logger.warn(
       'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
+    );
+  }
+  if (config.webhooks.allowInsecure) {
+    logger.warn(
+      'IAM_ALLOW_INSECURE_WEBHOOKS=true: webhooks may deliver over http and to private addresses; never in production',
     );
   }
   if (config.issuerFromWildcardHost) {

@@ -182,6 +182,45 @@ const ROUTES: RouteRow[] = [
   },
   {
     method: 'POST',
+    path: '/webhooks',
+    role: 'webhooks:write',
+    request: () => ({
+      path: '/webhooks',
+      body: { url: 'https://hooks.example.com/x', event_types: ['user.*'] },
+    }),
+    // A webhook for every application: a restricted key must name its own in client_ids.
+    restricted: 'forbidden',
+  },
+  {
+    method: 'GET',
+    path: '/webhooks',
+    role: 'webhooks:read',
+    request: () => ({ path: '/webhooks' }),
+    // Served, listing only webhooks confined to the key's own applications.
+    restricted: 'served',
+  },
+  ...(
+    [
+      ['GET', '/webhooks/{id}', 'webhooks:read', '', undefined],
+      ['PATCH', '/webhooks/{id}', 'webhooks:write', '', {}],
+      ['DELETE', '/webhooks/{id}', 'webhooks:write', '', undefined],
+      ['POST', '/webhooks/{id}/rotate-secret', 'webhooks:write', '/rotate-secret', undefined],
+      ['POST', '/webhooks/{id}/replay', 'webhooks:write', '/replay', { after: null }],
+      ['GET', '/webhooks/{id}/deliveries', 'webhooks:read', '/deliveries', undefined],
+    ] as const
+  ).map(([method, path, role, suffix, body]) => ({
+    method,
+    path,
+    role,
+    request: () => ({
+      path: `/webhooks/no-such-webhook${suffix}`,
+      ...(body === undefined ? {} : { body }),
+    }),
+    // Served, as 404: a webhook outside the caller's applications does not exist for it.
+    restricted: 'served' as const,
+  })),
+  {
+    method: 'POST',
     path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
     role: 'tokens:write',
     request: () => ({ path: `${USER}/tokens` }),

@@ -278,6 +278,25 @@ describe('admin console', () => {
       );
     });
 
+    it('runs the token dry run and shows which check failed, creating nothing', async () => {
+      const client = await signedIn();
+      await client.post('/console/applications', {
+        client_id: 'dry-run',
+        display_name: 'Dry run',
+        description: '',
+      });
+      const empty = await client.post('/console/applications/dry-run/dry-run', { token: '' });
+      assert.equal(empty.statusCode, 400);
+      assert.match(empty.body, /id="field-token-error">ID token must be at least 1 character long/);
+      const garbage = await client.post('/console/applications/dry-run/dry-run', {
+        token: 'not.a.jwt',
+      });
+      assert.equal(garbage.statusCode, 200);
+      assert.match(garbage.body, /Failed check: /);
+      const users = await call(ctx, 'GET', '/applications/dry-run/users');
+      assert.deepEqual(users.json().items, []);
+    });
+
     it('searches by client_id prefix, in keyset pages of 25', async () => {
       for (let n = 0; n < 30; n++) {
         await call(ctx, 'POST', '/applications', {

@@ -14,6 +14,7 @@ import {
   buildApp,
   createServices,
   type Services,
+  type WebhookSettings,
 } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { createMetrics } from '../src/http/metrics.js';
@@ -31,7 +32,8 @@ registerTypeBoxFormats();
 // builds its apps here, this covers the logs of the whole suite.
 const everyLog: Record<string, unknown>[][] = [];
 const everySecret = new Set<string>();
-const SECRET_IN_TEXT = /tsr_[A-Za-z0-9_-]{43}/g;
+// API keys, and webhook signing secrets (whsec_ + base64 of 32 bytes).
+const SECRET_IN_TEXT = /tsr_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9+/]{43}=/g;
 
 // Registered at load, so it belongs to the file's root: it runs once, after every test of it.
 after(() => {
@@ -104,6 +106,7 @@ export async function buildTestApp(
     logLevel?: string;
     tokens?: Partial<TokenSettings>;
     timeouts?: AppOptions['timeouts'];
+    webhooks?: WebhookSettings;
     accessLog?: boolean;
   } = {},
 ): Promise<TestContext> {
@@ -135,6 +138,7 @@ export async function buildTestApp(
       allowInsecureJwks: false,
       ...options.tokens,
     },
+    ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
   });
   const app = await buildApp({
     store,

@@ -3,7 +3,7 @@
 // server-process.ts, which adds the check that no server prints a key.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,14 +52,6 @@ export function buildServerCopy(): { main: string; remove: () => void } {
     { cwd: repository, encoding: 'utf8' },
   );
   if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
-  // Files the build reads at run time from the source tree (the console's script and styles).
-  cpSync(
-    join(repository, 'src/modules/console/assets'),
-    join(directory, 'src/modules/console/assets'),
-    {
-      recursive: true,
-    },
-  );
   return {
     main: join(directory, 'dist/main.js'),
     remove: () => rmSync(directory, { recursive: true, force: true }),

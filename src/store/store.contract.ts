@@ -13,6 +13,7 @@ import { describeSettingsContract } from './contract/settings.js';
 import { describeSigningKeysContract } from './contract/signing-keys.js';
 import { describeUserQueriesContract } from './contract/user-queries.js';
 import { describeUsersContract } from './contract/users.js';
+import { describeWebhooksContract } from './contract/webhooks.js';
 import type { Store } from './store.js';
 
 export function describeStoreContract(name: string, openStore: () => Promise<Store>): void {
@@ -35,6 +36,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
     describeSigningKeysContract(ctx);
+    describeWebhooksContract(ctx);
     describeEventsContract(ctx);
     describeConsoleSessionsContract(ctx);
     describeLifecycleContract(ctx);

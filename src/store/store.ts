@@ -13,6 +13,9 @@
 // changes what it was asked to: a write that fails or finds a version moved on records none.
 
 import type { UserPredicate } from './user-predicate.js';
+import type { WebhookRepository } from './webhook-records.js';
+
+export type * from './webhook-records.js';
 
 /** Who made a change: an API key (by id), a SCIM client (its key id), the CLI, … */
 export interface EventActor {
@@ -440,6 +443,8 @@ export interface Store {
   readonly apiKeys: ApiKeyRepository;
   readonly settings: SettingRepository;
   readonly signingKeys: SigningKeyRepository;
+  /** Webhooks, their delivery state and log (webhook-records.ts). */
+  readonly webhooks: WebhookRepository;
   readonly consoleSessions: ConsoleSessionRepository;
   /** Which backend this is, for logs and health output. */
   readonly kind: 'sqlite' | 'postgres';

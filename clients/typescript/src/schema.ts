@@ -354,6 +354,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/iam/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description A restricted key sees only webhooks confined to its applications.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Events that occur from now on and match `event_types` (and `client_ids`) are POSTed to `url`, signed per the Standard Webhooks specification with the secret in `secret` — in this response only.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/iam/api/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook (never its secret) */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook and its delivery log */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /** Change some members of a webhook (JSON Merge Patch) */
+        patch: operations["patchWebhook"];
+        trace?: never;
+    };
+    "/iam/api/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new signing secret; the old one signs too for 24 hours
+         * @description The new secret is in `secret`, in this response only. Until `previous_secret_expires_at` every delivery carries two signatures (`v1,<new> v1,<old>`), so receivers can switch at their own pace.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/iam/api/v1/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again every matching event after a given one
+         * @description Delivery restarts after `after` (null: from the oldest event kept), in order; a delivery waiting for its next attempt is dropped. Answers at once; deliveries follow.
+         */
+        post: operations["replayWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/iam/api/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's delivery log, newest event first
+         * @description One entry per event attempted: its status (`pending` waits for `next_attempt_at`), the number of attempts and the latest attempts with the status code each got.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/iam/api/v1/events": {
         parameters: {
             query?: never;
@@ -3770,6 +3873,1096 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SigningKeyRevocation"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1–1000.
+                 * @example 50
+                 */
+                limit?: number;
+                /** @description Opaque; `next_cursor` of the previous page. */
+                cursor?: string;
+                /**
+                 * @description Also count every matching item.
+                 * @example true
+                 */
+                include_total?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhooks */
+            200: {
+                headers: {
+                    /** @description `<…>; rel="next"` when there is a next page. */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            url: string;
+                            event_types: string[];
+                            client_ids: string[] | null;
+                            description: string;
+                            enabled: boolean;
+                            /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+                            disabled_reason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Until when the secret replaced by the last rotation still signs, or null.
+                             */
+                            previous_secret_expires_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339, UTC, millisecond precision
+                             * @example 2026-11-21T09:30:00.000Z
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339, UTC, millisecond precision
+                             * @example 2026-11-21T09:30:00.000Z
+                             */
+                            updated_at: string;
+                        }[];
+                        /** @description Pass as `cursor` for the next page. */
+                        next_cursor: string | null;
+                        /** @description With `include_total=true`. */
+                        total?: number;
+                    };
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
+                     * @example https://hooks.example.com/tessera
+                     */
+                    url: string;
+                    /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
+                    event_types: string[];
+                    /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
+                    client_ids?: string[] | null;
+                    description?: string;
+                    /** @default true */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook, with its secret */
+            201: {
+                headers: {
+                    /** @description Path of the created resource. */
+                    location?: string;
+                    /** @description Strong entity tag of this version; send it in If-Match. */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        event_types: string[];
+                        client_ids: string[] | null;
+                        description: string;
+                        enabled: boolean;
+                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs, or null.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        updated_at: string;
+                        /** @description The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown only in this response. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Answer 304 if the resource still has this ETag. */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook */
+            200: {
+                headers: {
+                    /** @description Strong entity tag of this version; send it in If-Match. */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        event_types: string[];
+                        client_ids: string[] | null;
+                        description: string;
+                        enabled: boolean;
+                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs, or null.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Not modified: your copy is current. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Apply only if the resource still has this ETag (else 412); `*`: any version.
+                 * @example *
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patchWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Apply only if the resource still has this ETag (else 412); `*`: any version.
+                 * @example *
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description JSON Merge Patch (RFC 7396): `null` resets client_ids (every application), description ('') and enabled (true). Enabling a webhook that its receiver disabled (410) resumes delivery with the event that was refused. */
+        requestBody: {
+            content: {
+                "application/merge-patch+json": {
+                    /**
+                     * Format: uri
+                     * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
+                     * @example https://hooks.example.com/tessera
+                     */
+                    url?: string;
+                    /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
+                    event_types?: string[];
+                    /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
+                    client_ids?: string[] | null;
+                    description?: string | null;
+                    enabled?: boolean | null;
+                    /** @description Read-only; accepted and ignored. */
+                    id?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    disabled_reason?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    previous_secret_expires_at?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    created_at?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    updated_at?: $Read<unknown>;
+                };
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
+                     * @example https://hooks.example.com/tessera
+                     */
+                    url?: string;
+                    /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
+                    event_types?: string[];
+                    /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
+                    client_ids?: string[] | null;
+                    description?: string | null;
+                    enabled?: boolean | null;
+                    /** @description Read-only; accepted and ignored. */
+                    id?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    disabled_reason?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    previous_secret_expires_at?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    created_at?: $Read<unknown>;
+                    /** @description Read-only; accepted and ignored. */
+                    updated_at?: $Read<unknown>;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook, changed */
+            200: {
+                headers: {
+                    /** @description Strong entity tag of this version; send it in If-Match. */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        event_types: string[];
+                        client_ids: string[] | null;
+                        description: string;
+                        enabled: boolean;
+                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs, or null.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Apply only if the resource still has this ETag (else 412); `*`: any version.
+                 * @example *
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook, with its new secret */
+            200: {
+                headers: {
+                    /** @description Strong entity tag of this version; send it in If-Match. */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        event_types: string[];
+                        client_ids: string[] | null;
+                        description: string;
+                        enabled: boolean;
+                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Until when the secret replaced by the last rotation still signs, or null.
+                         */
+                        previous_secret_expires_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339, UTC, millisecond precision
+                         * @example 2026-11-21T09:30:00.000Z
+                         */
+                        updated_at: string;
+                        /** @description The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown only in this response. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replayWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Deliver again every matching event after this one; null: from the oldest kept. */
+                    after: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Replay scheduled */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhook_id: string;
+                        after: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1–1000.
+                 * @example 50
+                 */
+                limit?: number;
+                /** @description Opaque; `next_cursor` of the previous page. */
+                cursor?: string;
+                /**
+                 * @description Also count every matching item.
+                 * @example true
+                 */
+                include_total?: boolean;
+                status?: "pending" | "delivered" | "failed";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries */
+            200: {
+                headers: {
+                    /** @description `<…>; rel="next"` when there is a next page. */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            event_id: string;
+                            event_type: string;
+                            /** @enum {string} */
+                            status: "pending" | "delivered" | "failed";
+                            attempts: number;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339, UTC, millisecond precision
+                             * @example 2026-11-21T09:30:00.000Z
+                             */
+                            first_attempt_at: string;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339, UTC, millisecond precision
+                             * @example 2026-11-21T09:30:00.000Z
+                             */
+                            last_attempt_at: string;
+                            /** Format: date-time */
+                            next_attempt_at: string | null;
+                            last_status_code: number | null;
+                            /** @description The latest attempts, oldest first. */
+                            log: {
+                                /**
+                                 * Format: date-time
+                                 * @description RFC 3339, UTC, millisecond precision
+                                 * @example 2026-11-21T09:30:00.000Z
+                                 */
+                                at: string;
+                                /** @description The answer, or null when none came. */
+                                status_code: number | null;
+                                error: string | null;
+                                duration_ms: number;
+                            }[];
+                        }[];
+                        /** @description Pass as `cursor` for the next page. */
+                        next_cursor: string | null;
+                        /** @description With `include_total=true`. */
+                        total?: number;
+                    };
                 };
             };
             /** @description The request is not valid */

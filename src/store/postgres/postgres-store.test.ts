@@ -63,6 +63,8 @@ describe('PostgreSQL store', { skip }, () => {
           'signing_keys',
           'tessera_migration_lock',
           'users',
+          'webhook_deliveries',
+          'webhooks',
         ]);
         const { rows } = await client.query(`select name from ${schema}.kysely_migration`);
         assert.deepEqual(

@@ -249,6 +249,56 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         }
       },
     },
+    '0007_webhooks': {
+      async up(db: Kysely<unknown>) {
+        // A webhook's configuration, its signing secrets (sealed when IAM_SECRET_KEY is set),
+        // and its delivery state over the event feed: the last event dealt with (cursor), a
+        // generation a replay moves on, and the lease of the instance working it.
+        await finish(
+          db.schema
+            .createTable('webhooks')
+            .addColumn('id', key, (c) => c.primaryKey().notNull())
+            .addColumn('url', 'text', (c) => c.notNull())
+            .addColumn('event_types', 'text', (c) => c.notNull())
+            .addColumn('client_ids', 'text')
+            .addColumn('description', 'text', (c) => c.notNull())
+            .addColumn('enabled', 'integer', (c) => c.notNull())
+            .addColumn('disabled_reason', 'text')
+            .addColumn('secret', 'text', (c) => c.notNull())
+            .addColumn('previous_secret', 'text')
+            .addColumn('previous_secret_expires_at', time)
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('updated_at', time, (c) => c.notNull())
+            .addColumn('etag', 'text', (c) => c.notNull())
+            .addColumn('cursor', key)
+            .addColumn('generation', 'integer', (c) => c.notNull())
+            .addColumn('lease_owner', 'text')
+            .addColumn('lease_until', time),
+        ).execute();
+        // One row per event and webhook, over all its attempts; the attempt log is JSON text.
+        await finish(
+          db.schema
+            .createTable('webhook_deliveries')
+            .addColumn('webhook_id', key, (c) =>
+              c.notNull().references('webhooks.id').onDelete('cascade'),
+            )
+            .addColumn('event_id', key, (c) => c.notNull())
+            .addColumn('event_type', 'text', (c) => c.notNull())
+            .addColumn('status', key, (c) => c.notNull())
+            .addColumn('attempts', 'integer', (c) => c.notNull())
+            .addColumn('first_attempt_at', time, (c) => c.notNull())
+            .addColumn('last_attempt_at', time, (c) => c.notNull())
+            .addColumn('next_attempt_at', time)
+            .addColumn('attempt_log', 'text', (c) => c.notNull())
+            .addPrimaryKeyConstraint('webhook_deliveries_pkey', ['webhook_id', 'event_id']),
+        ).execute();
+        await db.schema
+          .createIndex('webhook_deliveries_status')
+          .on('webhook_deliveries')
+          .columns(['webhook_id', 'status', 'event_id'])
+          .execute();
+      },
+    },
     '0008_console_sessions': {
       async up(db: Kysely<unknown>) {
         // Admin console sessions, shared by every instance: a browser signed in on one is

@@ -8,6 +8,7 @@ import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
 import { SqlUserRepository } from './sql-users.js';
+import { SqlWebhookRepository } from './sql-webhooks.js';
 
 /** The Store of every SQL dialect: repositories built on one dialect's executor. */
 export class SqlStore implements Store {
@@ -18,6 +19,7 @@ export class SqlStore implements Store {
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
   readonly signingKeys: SqlSigningKeyRepository;
+  readonly webhooks: SqlWebhookRepository;
   readonly consoleSessions: SqlConsoleSessionRepository;
   readonly kind: Store['kind'];
 
@@ -30,6 +32,7 @@ export class SqlStore implements Store {
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
+    this.webhooks = new SqlWebhookRepository(sql);
     this.consoleSessions = new SqlConsoleSessionRepository(sql);
   }
 

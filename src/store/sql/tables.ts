@@ -84,6 +84,43 @@ export interface SigningKeysTable {
   revoked_at: number | string | null;
 }
 
+export interface WebhooksTable {
+  id: string;
+  url: string;
+  /** JSON array text. */
+  event_types: string;
+  /** JSON array text, or null (every application). */
+  client_ids: string | null;
+  description: string;
+  /** 1 or 0. */
+  enabled: number;
+  disabled_reason: string | null;
+  /** A secret (sealed with IAM_SECRET_KEY when set): never logged. */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | string | null;
+  created_at: number | string;
+  updated_at: number | string;
+  etag: string;
+  cursor: string | null;
+  generation: number;
+  lease_owner: string | null;
+  lease_until: number | string | null;
+}
+
+export interface WebhookDeliveriesTable {
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: string;
+  attempts: number;
+  first_attempt_at: number | string;
+  last_attempt_at: number | string;
+  next_attempt_at: number | string | null;
+  /** JSON array text of the latest attempts. */
+  attempt_log: string;
+}
+
 export interface EventsTable {
   /** Commit order: SQLite's AUTOINCREMENT rowid; on PostgreSQL taken from event_sequence. */
   seq: number | string;
@@ -124,6 +161,8 @@ export interface Tables {
   api_keys: ApiKeysTable;
   settings: SettingsTable;
   signing_keys: SigningKeysTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   console_sessions: ConsoleSessionsTable;
 }
 

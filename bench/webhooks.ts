@@ -1,0 +1,191 @@
+// `npm run bench:webhooks`: does webhook delivery keep up with a steady stream of changes?
+//
+// Per store, the built server runs as its own process with one webhook for user events
+// pointing at a receiver in this process (loopback, answering 204). Writers create users at
+// BENCH_WEBHOOK_RATE per second (default 1,000) for BENCH_WEBHOOK_SECONDS (default 10); the
+// receiver notes when each user's event arrives. Printed: the change rate achieved, the
+// delivery rate over the same window, the lag from a write's acknowledgement to its
+// delivery (p50, p99, max), the backlog when writing stops and how long it takes to drain.
+// Target: delivery rate >= change rate and the backlog drained within 2 s.
+
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { buildServerCopy, repository, startServerProcess } from '../test/run-server.js';
+
+const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1_000);
+const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 10);
+const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const WRITERS = 64;
+const KEY = `tsr_bench_${randomBytes(30).toString('base64url').slice(0, 40)}`;
+
+interface Figures {
+  store: string;
+  changeRate: number;
+  deliveryRate: number;
+  lagP50: number;
+  lagP99: number;
+  lagMax: number;
+  backlogAtStop: number;
+  drainMs: number;
+  missing: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
+}
+
+/** Starts bench/webhook-receiver.mjs; `arrivals` fills with identifier → arrival (epoch ms). */
+async function startReceiver(arrivals: Map<string, number>) {
+  const child = spawn(process.execPath, [join(repository, 'bench/webhook-receiver.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const port = await new Promise<string>((resolve) => lines.once('line', resolve));
+  lines.on('line', (line) => {
+    const [identifier, at] = line.split(' ');
+    if (identifier !== undefined && !arrivals.has(identifier)) arrivals.set(identifier, Number(at));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    close: () => child.kill('SIGTERM'),
+  };
+}
+
+async function runOnce(store: string, databaseUrl: string, main: string, dataDir: string) {
+  const arrivals = new Map<string, number>();
+  const receiver = await startReceiver(arrivals);
+  const server = await startServerProcess(process.execPath, [main], {
+    DATABASE_URL: databaseUrl,
+    IAM_DATA_DIR: dataDir,
+    IAM_BOOTSTRAP_API_KEY: KEY,
+    IAM_RATE_LIMIT_PER_MINUTE: '0',
+    IAM_ALLOW_INSECURE_WEBHOOKS: 'true',
+    IAM_ACCESS_LOG: 'false',
+    LOG_LEVEL: 'warn',
+  });
+  const headers = { authorization: `apikey ${KEY}`, 'content-type': 'application/json' };
+  const api = `${server.baseUrl}/iam/api/v1`;
+  try {
+    const setup = [
+      ['/applications', { client_id: 'bench', display_name: 'Bench', description: '' }],
+      ['/webhooks', { url: receiver.url, event_types: ['user.created'] }],
+    ] as const;
+    for (const [path, body] of setup) {
+      const response = await fetch(`${api}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+      });
+      if (response.status !== 201) throw new Error(`${path}: ${response.status}`);
+    }
+    const acknowledged = new Map<string, number>();
+    const total = RATE * SECONDS;
+    const started = Date.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: WRITERS }, async () => {
+        for (;;) {
+          const index = next++;
+          if (index >= total) return;
+          // Paced: write n is sent no earlier than n / RATE seconds after the start.
+          const due = started + (index * 1000) / RATE;
+          const wait = due - Date.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          const identifier = `u${index}`;
+          const response = await fetch(`${api}/applications/bench/users`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({
+              provider: 'bench_idp',
+              identifier,
+              name: identifier,
+              email: `${identifier}@example.com`,
+              locale: 'en',
+              roles: [],
+              scopes: [],
+            }),
+          });
+          await response.arrayBuffer();
+          if (response.status === 201) acknowledged.set(identifier, Date.now());
+        }
+      }),
+    );
+    const stopped = Date.now();
+    const deliveredAtStop = arrivals.size;
+    const deadline = stopped + 60_000;
+    while (arrivals.size < acknowledged.size && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const drained = Date.now();
+    const lags = [...acknowledged]
+      .map(([identifier, at]) => (arrivals.get(identifier) ?? Number.NaN) - at)
+      .filter((lag) => !Number.isNaN(lag))
+      .sort((a, b) => a - b);
+    const window = (stopped - started) / 1000;
+    const figures: Figures = {
+      store,
+      changeRate: Math.round(acknowledged.size / window),
+      deliveryRate: Math.round(deliveredAtStop / window),
+      lagP50: Math.round(percentile(lags, 50)),
+      lagP99: Math.round(percentile(lags, 99)),
+      lagMax: Math.round(lags.at(-1) ?? 0),
+      backlogAtStop: acknowledged.size - deliveredAtStop,
+      drainMs: Math.round(drained - stopped),
+      missing: acknowledged.size - arrivals.size,
+    };
+    return figures;
+  } finally {
+    await server.stop();
+    receiver.close();
+  }
+}
+
+async function main() {
+  const build = buildServerCopy();
+  const directory = mkdtempSync(join(tmpdir(), 'tessera-bench-webhooks-'));
+  const results: Figures[] = [];
+  try {
+    for (const store of STORES) {
+      if (store === 'sqlite') {
+        const path = join(directory, 'tessera.db');
+        results.push(await runOnce(store, `sqlite:${path}`, build.main, directory));
+      } else {
+        const schema = `bench_webhooks_${process.pid}`;
+        const admin = new pg.Client({ connectionString: POSTGRES_URL });
+        await admin.connect();
+        await admin.query(`create schema ${schema}`);
+        try {
+          const url = new URL(POSTGRES_URL);
+          url.searchParams.set('options', `-c search_path=${schema}`);
+          results.push(await runOnce(store, url.toString(), build.main, directory));
+        } finally {
+          await admin.query(`drop schema ${schema} cascade`);
+          await admin.end();
+        }
+      }
+    }
+  } finally {
+    build.remove();
+    rmSync(directory, { recursive: true, force: true });
+  }
+  process.stdout.write(
+    `webhook delivery at ${RATE} changes/s for ${SECONDS} s (target: delivery rate >= change rate, backlog drained within 2 s)\n`,
+  );
+  for (const f of results) {
+    const met = f.deliveryRate >= f.changeRate * 0.98 && f.drainMs <= 2000 && f.missing === 0;
+    process.stdout.write(
+      `${f.store.padEnd(9)} changes ${f.changeRate}/s, delivered ${f.deliveryRate}/s, ` +
+        `lag p50 ${f.lagP50} ms p99 ${f.lagP99} ms max ${f.lagMax} ms, ` +
+        `backlog at stop ${f.backlogAtStop}, drained in ${f.drainMs} ms, missing ${f.missing} ` +
+        `${met ? 'MET' : 'NOT MET'}\n`,
+    );
+  }
+}
+
+await main();

@@ -1,0 +1,412 @@
+// Delivery of events to webhooks, inside the service process: at least once, in event order
+// per webhook, with retries.
+//
+// Each webhook keeps a cursor over the event feed (the last event it is done with) in the
+// store. An instance works a webhook only while it holds the webhook's lease (a row-level
+// compare-and-set with an expiry, renewed while it works), so with several instances on one
+// PostgreSQL one of them at a time delivers to a receiver, and an instance that dies leaves
+// the webhook to another once its lease expires. The worker reads the events after the
+// cursor that match the webhook, POSTs them one by one, and records each outcome with the
+// new cursor in one transaction — conditioned on still holding the lease — in batches: a
+// crash between a delivery and its record means that event is delivered again (at least
+// once; receivers deduplicate on webhook-id), never that it is skipped.
+//
+// A failed attempt (no 2xx) keeps the event at the head of the webhook's queue: the next
+// events wait until it is delivered or, after RETRY.giveUpAfterMs of trying, marked failed.
+// A 410 Gone disables the webhook, leaving the refused event first in line for when an
+// operator enables it again.
+
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { type Clock, systemClock } from '../../clock.js';
+import type {
+  DeliveryRecord,
+  EventFilter,
+  EventRecord,
+  Store,
+  WebhookRecord,
+} from '../../store/store.js';
+import { MAX_LOGGED_ATTEMPTS } from '../../store/webhook-records.js';
+import { newVersion } from '../conditional-writes.js';
+import type { AttemptOutcome, WebhookSender } from './webhook-delivery.js';
+import { SYSTEM_ORIGIN } from '../changes.js';
+import { type WebhooksService, webhookEvent } from './webhooks.service.js';
+
+export interface RetryPolicy {
+  /** The delay before the first retry; each later one doubles it, up to maxDelayMs. */
+  firstDelayMs: number;
+  maxDelayMs: number;
+  /** After trying this long, the delivery is marked failed and the next event goes. */
+  giveUpAfterMs: number;
+}
+
+/** First retry within 5 s, then 10 s, 20 s, … up to 6 h apart, for 3 days (about 24 attempts). */
+export const RETRY: RetryPolicy = {
+  firstDelayMs: 5_000,
+  maxDelayMs: 6 * 3_600_000,
+  giveUpAfterMs: 3 * 86_400_000,
+};
+
+/**
+ * The delay before attempt `attempts + 1`: exponential, with jitter that keeps it between
+ * half and all of the exponential value, so receivers coming back are not hit in lockstep.
+ */
+export function retryDelay(attempts: number, policy: RetryPolicy, random = Math.random): number {
+  const exponential = Math.min(policy.maxDelayMs, policy.firstDelayMs * 2 ** (attempts - 1));
+  return Math.round(exponential * (0.5 + random() / 2));
+}
+
+export interface DispatcherOptions {
+  /** How long a lease lasts unless renewed; another instance takes over after it. */
+  leaseMs: number;
+  /** How often the webhooks are looked for work without being woken (other instances' events). */
+  pollMs: number;
+  /** Events read per query. */
+  batchSize: number;
+  /** Outcomes are recorded at least this often while delivering (and at every failure). */
+  flushEveryMs: number;
+  retry: RetryPolicy;
+}
+
+export const DISPATCHER_DEFAULTS: DispatcherOptions = {
+  leaseMs: 30_000,
+  pollMs: 500,
+  batchSize: 200,
+  flushEveryMs: 200,
+  retry: RETRY,
+};
+
+interface Claim {
+  cursor: string | null;
+  generation: number;
+}
+
+export class WebhookDispatcher {
+  /** This instance's name on the leases it holds. */
+  readonly owner = randomUUID();
+  readonly #options: DispatcherOptions;
+  readonly #clock: Clock;
+  readonly #workers = new Map<string, Promise<void>>();
+  /** Webhooks whose head event waits for its next attempt: not claimed before then. */
+  readonly #notBefore = new Map<string, number>();
+  #waiters = new Set<() => void>();
+  #running = false;
+  #loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      webhooks: WebhooksService;
+      sender: WebhookSender;
+      /** Maps a stored event to the JSON a receiver gets (the API's representation). */
+      toPayload: (event: EventRecord) => unknown;
+      log: FastifyBaseLogger;
+      /** Real time: receivers check webhook-timestamp against their own clocks. */
+      clock?: Clock;
+      options?: Partial<DispatcherOptions>;
+    },
+  ) {
+    this.#options = { ...DISPATCHER_DEFAULTS, ...deps.options };
+    this.#clock = deps.clock ?? systemClock;
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#loop = this.#run();
+  }
+
+  /** A webhook was changed or replayed: its waits are over, look now. */
+  reconsider(): void {
+    this.#notBefore.clear();
+    this.wake();
+  }
+
+  /** Something may have changed (an event committed): look now. */
+  wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = new Set();
+    for (const resolve of waiters) resolve();
+  }
+
+  /** Stops after the attempts in flight; leases are given up so another instance goes on at once. */
+  async stop(): Promise<void> {
+    if (!this.#running) return;
+    this.#running = false;
+    this.wake();
+    await this.#loop;
+    await Promise.allSettled([...this.#workers.values()]);
+    this.deps.sender.close();
+  }
+
+  async #run(): Promise<void> {
+    while (this.#running) {
+      try {
+        await this.#claimWork();
+      } catch (error) {
+        this.deps.log.warn({ err: error }, 'could not look for webhook work; retrying');
+      }
+      // Wakes come with every acknowledged write: a busy instance looks at most every 20 ms.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await this.#sleep(this.#options.pollMs);
+    }
+  }
+
+  /** Claims every webhook that has work and nobody else works, and starts its worker. */
+  async #claimWork(): Promise<void> {
+    const { store } = this.deps;
+    const [states, lastEventId] = await Promise.all([
+      store.webhooks.listWebhookStates(),
+      store.events.lastEventId(),
+    ]);
+    for (const state of states) {
+      const now = this.#clock.now();
+      if (!this.#running) return;
+      if (this.#workers.has(state.id)) continue;
+      // Caught up: nothing after its cursor (an idle webhook costs no write).
+      if (state.cursor !== null && state.cursor === lastEventId) continue;
+      if (lastEventId === null) continue;
+      if ((this.#notBefore.get(state.id) ?? 0) > now) continue;
+      const held = state.leaseOwner !== null && state.leaseOwner !== this.owner;
+      if (held && state.leaseUntil !== null && state.leaseUntil >= now) continue;
+      const claim = await store.webhooks.claimWebhook(
+        state.id,
+        this.owner,
+        now,
+        now + this.#options.leaseMs,
+      );
+      if (claim === undefined) continue;
+      const worker = this.#work(state.id, claim)
+        .catch((error: unknown) => {
+          this.deps.log.warn(
+            { err: error, webhookId: state.id },
+            'webhook delivery stopped; retrying',
+          );
+        })
+        .finally(() => {
+          this.#workers.delete(state.id);
+        });
+      this.#workers.set(state.id, worker);
+    }
+  }
+
+  /** Works one webhook while this instance holds its lease and has something to deliver. */
+  async #work(id: string, claim: Claim): Promise<void> {
+    const { store } = this.deps;
+    let holding = true;
+    const renew = setInterval(() => {
+      const now = this.#clock.now();
+      store.webhooks.claimWebhook(id, this.owner, now, now + this.#options.leaseMs).then(
+        (renewed) => {
+          if (renewed === undefined || renewed.generation !== claim.generation) holding = false;
+        },
+        () => {
+          holding = false;
+        },
+      );
+    }, this.#options.leaseMs / 3);
+    renew.unref();
+    let release = true;
+    try {
+      while (this.#running && holding) {
+        const webhook = await store.webhooks.findWebhook(id);
+        if (webhook === undefined || !webhook.enabled) return;
+        // Read first: every event up to it is visible to the query that follows (event ids
+        // are handed out in commit order), so a cursor moved up to it skips nothing.
+        const lastEventId = await store.events.lastEventId();
+        const events = await store.events.listEvents(eventFilterOf(webhook), {
+          after: claim.cursor,
+          limit: this.#options.batchSize,
+        });
+        if (events.length === 0) {
+          // Nothing for this webhook up to lastEventId: the cursor moves there, so an idle
+          // webhook is recognised as caught up without being claimed.
+          if (lastEventId !== null && lastEventId !== claim.cursor) {
+            const moved = await store.webhooks.recordDeliveries(id, this.owner, claim.generation, {
+              deliveries: [],
+              cursor: lastEventId,
+            });
+            if (!moved) release = false;
+          }
+          return;
+        }
+        const outcome = await this.#deliverBatch(webhook, claim, events, () => holding);
+        if (outcome === 'stop') {
+          release = false;
+          return;
+        }
+        if (outcome === 'wait') return;
+      }
+    } finally {
+      clearInterval(renew);
+      // Given up when idle or waiting, so whichever instance is woken first goes on.
+      if (release && holding) await store.webhooks.releaseWebhook(id, this.owner);
+    }
+  }
+
+  /**
+   * Delivers events in order until one fails or the batch is done; records the outcomes.
+   * 'more': go on; 'wait': the head event waits for its next attempt; 'stop': lease lost,
+   * replayed or disabled.
+   */
+  async #deliverBatch(
+    webhook: WebhookRecord,
+    claim: Claim,
+    events: readonly EventRecord[],
+    holding: () => boolean,
+  ): Promise<'more' | 'wait' | 'stop'> {
+    const { store } = this.deps;
+    let pending = await store.webhooks.findPendingDelivery(webhook.id, claim.cursor);
+    let done: DeliveryRecord[] = [];
+    let cursor = claim.cursor;
+    let lastFlush = this.#clock.now();
+    const flush = async (
+      extra: DeliveryRecord[] = [],
+      disable?: { reason: string },
+    ): Promise<boolean> => {
+      const now = this.#clock.now();
+      const recorded = await store.webhooks.recordDeliveries(
+        webhook.id,
+        this.owner,
+        claim.generation,
+        {
+          deliveries: [...done, ...extra],
+          cursor: cursor === claim.cursor ? null : cursor,
+          ...(disable === undefined
+            ? {}
+            : { disable: this.#disabling(webhook, disable.reason, now) }),
+        },
+      );
+      if (recorded) claim.cursor = cursor;
+      done = [];
+      lastFlush = now;
+      return recorded;
+    };
+
+    for (const event of events) {
+      if (!this.#running || !holding()) break;
+      const now = this.#clock.now();
+      const previous = pending?.eventId === event.id ? pending : undefined;
+      pending = undefined;
+      const due = previous?.nextAttemptAt ?? null;
+      if (due !== null && due > now) {
+        if ((done.length > 0 || cursor !== claim.cursor) && !(await flush())) return 'stop';
+        this.#waitUntil(webhook.id, due);
+        return 'wait';
+      }
+      const outcome = await this.#attempt(webhook, event);
+      const record = nextDeliveryRecord(webhook.id, event, previous, outcome, this.#clock.now());
+      if (outcome.error === null) {
+        done.push(record);
+        cursor = event.id;
+        if (this.#clock.now() - lastFlush >= this.#options.flushEveryMs) {
+          if (!(await flush())) return 'stop';
+        }
+        continue;
+      }
+      if (outcome.statusCode === 410) {
+        // The receiver says it is gone for good: stop, and keep the event first in line.
+        record.status = 'failed';
+        await flush([record], { reason: 'gone' });
+        this.deps.log.warn(
+          { webhookId: webhook.id },
+          'webhook disabled: its receiver answered 410',
+        );
+        return 'stop';
+      }
+      const elapsed = record.lastAttemptAt - record.firstAttemptAt;
+      if (elapsed >= this.#options.retry.giveUpAfterMs) {
+        record.status = 'failed';
+        cursor = event.id;
+        if (!(await flush([record]))) return 'stop';
+        continue;
+      }
+      const delay = retryDelay(record.attempts, this.#options.retry);
+      record.status = 'pending';
+      record.nextAttemptAt = record.lastAttemptAt + delay;
+      if (!(await flush([record]))) return 'stop';
+      this.#waitUntil(webhook.id, record.nextAttemptAt);
+      return 'wait';
+    }
+    if (done.length > 0 && !(await flush())) return 'stop';
+    return 'more';
+  }
+
+  /** The change of a webhook Tessera disables itself, with its webhook.updated event. */
+  #disabling(webhook: WebhookRecord, reason: string, at: number) {
+    const etag = newVersion();
+    const disabled = { ...webhook, enabled: false, disabledReason: reason, updatedAt: at, etag };
+    return {
+      reason,
+      at,
+      etag,
+      events: [webhookEvent('webhook.updated', SYSTEM_ORIGIN, at, webhook, disabled)],
+    };
+  }
+
+  async #attempt(webhook: WebhookRecord, event: EventRecord): Promise<AttemptOutcome> {
+    const now = this.#clock.now();
+    let secrets: string[];
+    try {
+      secrets = this.deps.webhooks.signingSecrets(webhook);
+    } catch (error) {
+      return { statusCode: null, error: (error as Error).message, durationMs: 0 };
+    }
+    const message = { id: event.id, payload: JSON.stringify(this.deps.toPayload(event)), secrets };
+    return this.deps.sender.send(webhook.url, message, new Date(now));
+  }
+
+  #waitUntil(id: string, at: number): void {
+    this.#notBefore.set(id, at);
+    setTimeout(() => this.wake(), Math.max(0, at - this.#clock.now()) + 1).unref();
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(finish, ms);
+      timer.unref();
+      function finish() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#waiters.add(finish);
+    });
+  }
+}
+
+/** The feed query of a webhook's events: its types and applications. */
+export function eventFilterOf(webhook: WebhookRecord): EventFilter {
+  const types = webhook.eventTypes.includes('*')
+    ? null
+    : webhook.eventTypes.map((type) => (type.endsWith('.*') ? type.slice(0, -1) : type));
+  return {
+    types,
+    clientId: null,
+    actorId: null,
+    resourceType: null,
+    since: null,
+    until: null,
+    visibleClientIds: webhook.clientIds,
+  };
+}
+
+function nextDeliveryRecord(
+  webhookId: string,
+  event: EventRecord,
+  previous: DeliveryRecord | undefined,
+  outcome: AttemptOutcome,
+  now: number,
+): DeliveryRecord {
+  const attempt = { at: now, ...outcome };
+  return {
+    webhookId,
+    eventId: event.id,
+    eventType: event.type,
+    status: outcome.error === null ? 'delivered' : 'pending',
+    attempts: (previous?.attempts ?? 0) + 1,
+    firstAttemptAt: previous?.firstAttemptAt ?? now,
+    lastAttemptAt: now,
+    nextAttemptAt: null,
+    log: [...(previous?.log ?? []), attempt].slice(-MAX_LOGGED_ATTEMPTS),
+  };
+}

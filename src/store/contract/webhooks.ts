@@ -1,0 +1,220 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { DeliveryRecord, WebhookRecord } from '../webhook-records.js';
+import { T0, type ContractContext } from './fixtures.js';
+
+function webhook(id: string, overrides: Partial<WebhookRecord> = {}): WebhookRecord {
+  return {
+    id,
+    url: `https://hooks.example/${id}`,
+    eventTypes: ['user.*'],
+    clientIds: null,
+    description: '',
+    enabled: true,
+    disabledReason: null,
+    secret: `whsec_${id}`,
+    previousSecret: null,
+    previousSecretExpiresAt: null,
+    createdAt: T0,
+    updatedAt: T0,
+    etag: `${id}-1`,
+    ...overrides,
+  };
+}
+
+function delivery(eventId: string, overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
+  return {
+    webhookId: 'w1',
+    eventId,
+    eventType: 'user.created',
+    status: 'delivered',
+    attempts: 1,
+    firstAttemptAt: T0,
+    lastAttemptAt: T0,
+    nextAttemptAt: null,
+    log: [{ at: T0, statusCode: 204, error: null, durationMs: 3 }],
+    ...overrides,
+  };
+}
+
+export function describeWebhooksContract(ctx: ContractContext): void {
+  describe('webhooks', () => {
+    it('stores, lists, replaces and deletes webhooks', async () => {
+      const { webhooks } = ctx.store;
+      const second = webhook('w2', { clientIds: ['app-a', 'app-b'], description: 'ü 請 😀' });
+      await webhooks.insertWebhook(second, null, []);
+      await webhooks.insertWebhook(webhook('w1'), '00000000000000000007', []);
+      assert.deepEqual(await webhooks.findWebhook('w2'), second);
+      assert.equal(await webhooks.findWebhook('w9'), undefined);
+      const all = await webhooks.listWebhooks(
+        { visibleClientIds: null },
+        { after: null, limit: 10 },
+      );
+      assert.deepEqual(
+        all.map((w) => w.id),
+        ['w1', 'w2'],
+      );
+      assert.deepEqual(
+        (await webhooks.listWebhooks({ visibleClientIds: null }, { after: 'w1', limit: 10 })).map(
+          (w) => w.id,
+        ),
+        ['w2'],
+      );
+      // A restricted reader sees only webhooks confined to its applications.
+      const restricted = { visibleClientIds: ['app-a', 'app-b', 'app-c'] };
+      assert.deepEqual(
+        (await webhooks.listWebhooks(restricted, { after: null, limit: 10 })).map((w) => w.id),
+        ['w2'],
+      );
+      assert.equal(await webhooks.countWebhooks(restricted), 1);
+      assert.equal(await webhooks.countWebhooks({ visibleClientIds: ['app-a'] }), 0);
+      assert.equal(await webhooks.countWebhooks({ visibleClientIds: null }), 2);
+
+      const changed = { ...second, enabled: false, etag: 'w2-2', updatedAt: T0 + 5 };
+      assert.equal(await webhooks.replaceWebhook(changed, 'stale', []), false);
+      assert.equal(await webhooks.replaceWebhook(changed, 'w2-1', []), true);
+      assert.deepEqual(await webhooks.findWebhook('w2'), changed);
+      assert.deepEqual(await webhooks.listWebhookStates(), [
+        { id: 'w1', cursor: '00000000000000000007', leaseOwner: null, leaseUntil: null },
+      ]);
+
+      assert.equal(await webhooks.deleteWebhook('w2', 'w2-1', []), false);
+      assert.equal(await webhooks.deleteWebhook('w2', 'w2-2', []), true);
+      assert.equal(await webhooks.findWebhook('w2'), undefined);
+    });
+
+    it('leases a webhook to one owner at a time, until the lease expires', async () => {
+      const { webhooks } = ctx.store;
+      await webhooks.insertWebhook(webhook('w1'), '00000000000000000003', []);
+      const first = await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      assert.deepEqual(await webhooks.listWebhookStates(), [
+        { id: 'w1', cursor: '00000000000000000003', leaseOwner: 'a', leaseUntil: T0 + 30_000 },
+      ]);
+      assert.deepEqual(first, { webhookId: 'w1', cursor: '00000000000000000003', generation: 0 });
+      assert.equal(await webhooks.claimWebhook('w1', 'b', T0 + 1000, T0 + 31_000), undefined);
+      // The holder renews its own lease.
+      assert.notEqual(await webhooks.claimWebhook('w1', 'a', T0 + 1000, T0 + 40_000), undefined);
+      assert.equal(await webhooks.claimWebhook('w1', 'b', T0 + 39_999, T0 + 60_000), undefined);
+      // Expired: another owner takes it, and the first can no longer record anything.
+      assert.notEqual(await webhooks.claimWebhook('w1', 'b', T0 + 40_001, T0 + 70_000), undefined);
+      const lost = await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: [delivery('00000000000000000004')],
+        cursor: '00000000000000000004',
+      });
+      assert.equal(lost, false);
+      assert.deepEqual(
+        await webhooks.listDeliveries(
+          { webhookId: 'w1', status: null },
+          { after: null, limit: 10 },
+        ),
+        [],
+      );
+      await webhooks.releaseWebhook('w1', 'b');
+      assert.notEqual(await webhooks.claimWebhook('w1', 'c', T0 + 40_002, T0 + 70_000), undefined);
+      // A disabled webhook is never leased.
+      await webhooks.insertWebhook(webhook('w2', { enabled: false }), null, []);
+      assert.equal(await webhooks.claimWebhook('w2', 'a', T0, T0 + 1), undefined);
+    });
+
+    it('records deliveries and moves the cursor in one write, while the lease holds', async () => {
+      const { webhooks } = ctx.store;
+      await webhooks.insertWebhook(webhook('w1'), null, []);
+      await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      const pending = delivery('00000000000000000002', {
+        status: 'pending',
+        nextAttemptAt: T0 + 5000,
+        log: [{ at: T0, statusCode: 500, error: 'HTTP 500', durationMs: 2 }],
+      });
+      assert.equal(
+        await webhooks.recordDeliveries('w1', 'a', 0, {
+          deliveries: [delivery('00000000000000000001'), pending],
+          cursor: '00000000000000000001',
+        }),
+        true,
+      );
+      assert.deepEqual(await webhooks.findPendingDelivery('w1', '00000000000000000001'), pending);
+      const delivered = { ...pending, status: 'delivered' as const, attempts: 2 };
+      await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: [delivered],
+        cursor: '00000000000000000002',
+      });
+      assert.equal(await webhooks.findPendingDelivery('w1', null), undefined);
+      assert.deepEqual(
+        await webhooks.listDeliveries(
+          { webhookId: 'w1', status: null },
+          { after: null, limit: 10 },
+        ),
+        [delivered, delivery('00000000000000000001')],
+      );
+      assert.deepEqual(
+        await webhooks.listDeliveries(
+          { webhookId: 'w1', status: 'delivered' },
+          { after: '00000000000000000002', limit: 10 },
+        ),
+        [delivery('00000000000000000001')],
+      );
+      assert.equal(await webhooks.countDeliveries({ webhookId: 'w1', status: 'failed' }), 0);
+      assert.deepEqual(await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000), {
+        webhookId: 'w1',
+        cursor: '00000000000000000002',
+        generation: 0,
+      });
+    });
+
+    it('disables a webhook with its reason when asked by the holder', async () => {
+      const { webhooks } = ctx.store;
+      await webhooks.insertWebhook(webhook('w1'), null, []);
+      await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: [delivery('00000000000000000001', { status: 'failed' })],
+        cursor: null,
+        disable: { reason: 'gone', at: T0 + 9, etag: 'w1-2', events: [] },
+      });
+      const stored = await webhooks.findWebhook('w1');
+      assert.deepEqual(stored, {
+        ...webhook('w1'),
+        enabled: false,
+        disabledReason: 'gone',
+        updatedAt: T0 + 9,
+        etag: 'w1-2',
+      });
+      assert.deepEqual(await webhooks.listWebhookStates(), []);
+    });
+
+    it('replays from an event: a new generation, pending deliveries dropped', async () => {
+      const { webhooks } = ctx.store;
+      await webhooks.insertWebhook(webhook('w1'), null, []);
+      await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: [delivery('00000000000000000005', { status: 'pending' })],
+        cursor: '00000000000000000004',
+      });
+      assert.equal(await webhooks.replayWebhook('w1', '00000000000000000001'), true);
+      assert.equal(await webhooks.replayWebhook('w9', null), false);
+      assert.equal(await webhooks.findPendingDelivery('w1', null), undefined);
+      // The holder read generation 0: its writes are refused now.
+      assert.equal(
+        await webhooks.recordDeliveries('w1', 'a', 0, { deliveries: [], cursor: '9' }),
+        false,
+      );
+      assert.deepEqual(await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000), {
+        webhookId: 'w1',
+        cursor: '00000000000000000001',
+        generation: 1,
+      });
+    });
+
+    it('deletes the delivery log with the webhook', async () => {
+      const { webhooks } = ctx.store;
+      await webhooks.insertWebhook(webhook('w1'), null, []);
+      await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: [delivery('00000000000000000001')],
+        cursor: '00000000000000000001',
+      });
+      await webhooks.deleteWebhook('w1', 'w1-1', []);
+      await webhooks.insertWebhook(webhook('w1'), null, []);
+      assert.equal(await webhooks.countDeliveries({ webhookId: 'w1', status: null }), 0);
+    });
+  });
+}

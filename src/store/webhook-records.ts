@@ -1,0 +1,157 @@
+// The store's side of webhooks: their configuration, the delivery state each one keeps over
+// the event feed (a cursor, and a lease that lets one instance at a time work it), and the
+// log of deliveries. Part of the Store interface (store.ts), in its own file for its size.
+
+import type { NewEvent, PageQuery } from './store.js';
+
+export interface WebhookRecord {
+  id: string;
+  url: string;
+  /** Exact event types, `<prefix>.*`, or `*`. */
+  eventTypes: string[];
+  /** Only events of these applications; null: every event, including those of no application. */
+  clientIds: string[] | null;
+  description: string;
+  enabled: boolean;
+  /** Why Tessera itself disabled the webhook ('gone': the receiver answered 410), or null. */
+  disabledReason: string | null;
+  /** The signing secret as stored: `whsec_…`, or that text sealed with IAM_SECRET_KEY. */
+  secret: string;
+  /** The secret a rotation replaced, stored like `secret`; it signs too until it expires. */
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  etag: string;
+}
+
+export interface WebhookFilter {
+  /** When set, only webhooks whose client_ids lie within these (an API key's restriction). */
+  visibleClientIds: readonly string[] | null;
+}
+
+/** Where a webhook's delivery stands: what the lease holder needs to work it. */
+export interface WebhookCursor {
+  webhookId: string;
+  /** The last event id dealt with (delivered, or failed for good); null: none yet. */
+  cursor: string | null;
+  /** Moves on with each replay: a holder that read an older generation writes nothing. */
+  generation: number;
+}
+
+/** An enabled webhook's cursor and who holds its lease, to decide whether to claim it. */
+export interface WebhookState {
+  id: string;
+  cursor: string | null;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveryAttempt {
+  at: number;
+  /** The receiver's HTTP status, or null when there was no answer (refused, timed out). */
+  statusCode: number | null;
+  /** Why the attempt failed, in a few words; null when it succeeded. */
+  error: string | null;
+  durationMs: number;
+}
+
+/** One event's delivery to one webhook, over all its attempts. */
+export interface DeliveryRecord {
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  status: DeliveryStatus;
+  attempts: number;
+  firstAttemptAt: number;
+  lastAttemptAt: number;
+  /** When the next attempt is due (pending), else null. */
+  nextAttemptAt: number | null;
+  /** The most recent attempts, oldest first (at most MAX_LOGGED_ATTEMPTS). */
+  log: DeliveryAttempt[];
+}
+
+export const MAX_LOGGED_ATTEMPTS = 20;
+
+export interface DeliveryFilter {
+  webhookId: string;
+  status: DeliveryStatus | null;
+}
+
+/** The outcome a lease holder records: deliveries done, and how far the cursor moves. */
+export interface DeliveryProgress {
+  deliveries: readonly DeliveryRecord[];
+  /** The new cursor; null leaves it where it is. */
+  cursor: string | null;
+  /**
+   * Set when the receiver asked to stop (410): the webhook is disabled with this reason, and
+   * `events` (its webhook.updated) are recorded with it.
+   */
+  disable?: { reason: string; at: number; etag: string; events: readonly NewEvent[] };
+}
+
+export interface WebhookRepository {
+  /**
+   * Inserts a webhook whose deliveries start after the event `startAfter` (null: the first).
+   * DuplicateError when its id exists.
+   */
+  insertWebhook(
+    webhook: WebhookRecord,
+    startAfter: string | null,
+    events: readonly NewEvent[],
+  ): Promise<void>;
+  /** The webhook, or undefined. */
+  findWebhook(id: string): Promise<WebhookRecord | undefined>;
+  /** Webhooks ordered by id, after the given id. */
+  listWebhooks(filter: WebhookFilter, page: PageQuery<string>): Promise<WebhookRecord[]>;
+  countWebhooks(filter: WebhookFilter): Promise<number>;
+  /**
+   * Replaces the configuration and secrets when the etag is still `expectedEtag`; the
+   * delivery state is left alone. False when it is not (changed meanwhile, or gone).
+   */
+  replaceWebhook(
+    next: WebhookRecord,
+    expectedEtag: string,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
+  /** Deletes the webhook and its delivery log when its etag is still `expectedEtag`. */
+  deleteWebhook(id: string, expectedEtag: string, events: readonly NewEvent[]): Promise<boolean>;
+
+  /** The delivery state of every enabled webhook, ordered by id. */
+  listWebhookStates(): Promise<WebhookState[]>;
+  /**
+   * Takes or renews the lease of an enabled webhook for `owner` until `until`, when nobody
+   * else holds an unexpired one at `now`. Atomic across instances: of two claimants, one
+   * wins. The webhook's cursor when it did; undefined when it did not.
+   */
+  claimWebhook(
+    id: string,
+    owner: string,
+    now: number,
+    until: number,
+  ): Promise<WebhookCursor | undefined>;
+  /** Gives the lease up (when `owner` still holds it). */
+  releaseWebhook(id: string, owner: string): Promise<void>;
+  /**
+   * In one transaction: upserts the deliveries, moves the cursor, disables when asked — only
+   * while `owner` holds the lease and the generation is unchanged (else false, nothing written).
+   */
+  recordDeliveries(
+    id: string,
+    owner: string,
+    generation: number,
+    progress: DeliveryProgress,
+  ): Promise<boolean>;
+  /**
+   * Moves the cursor back (or on) to `after`, a new generation, and drops pending deliveries,
+   * so what follows `after` is delivered again. False when the webhook does not exist.
+   */
+  replayWebhook(id: string, after: string | null): Promise<boolean>;
+  /** The pending delivery at the head of the webhook's queue (after its cursor), if any. */
+  findPendingDelivery(id: string, after: string | null): Promise<DeliveryRecord | undefined>;
+  /** Deliveries newest first (by event id), before the given event id. */
+  listDeliveries(filter: DeliveryFilter, page: PageQuery<string>): Promise<DeliveryRecord[]>;
+  countDeliveries(filter: DeliveryFilter): Promise<number>;
+}
