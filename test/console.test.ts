@@ -278,6 +278,25 @@ describe('admin console', () => {
       );
     });
 
+    it('runs the token dry run and shows which check failed, creating nothing', async () => {
+      const client = await signedIn();
+      await client.post('/console/applications', {
+        client_id: 'dry-run',
+        display_name: 'Dry run',
+        description: '',
+      });
+      const empty = await client.post('/console/applications/dry-run/dry-run', { token: '' });
+      assert.equal(empty.statusCode, 400);
+      assert.match(empty.body, /id="field-token-error">ID token must be at least 1 character long/);
+      const garbage = await client.post('/console/applications/dry-run/dry-run', {
+        token: 'not.a.jwt',
+      });
+      assert.equal(garbage.statusCode, 200);
+      assert.match(garbage.body, /Failed check: /);
+      const users = await call(ctx, 'GET', '/applications/dry-run/users');
+      assert.deepEqual(users.json().items, []);
+    });
+
     it('searches by client_id prefix, in keyset pages of 25', async () => {
       for (let n = 0; n < 30; n++) {
         await call(ctx, 'POST', '/applications', {
@@ -509,6 +528,44 @@ describe('admin console', () => {
       assert.match(response.body, /class="chip">application\.updated</);
       assert.match(response.body, /<tbody\s+id="event-tail"/, 'and the next live request');
       assert.doesNotMatch(response.body, /class="chip">application\.created</);
+    });
+  });
+
+  describe('webhooks', () => {
+    it('creates a webhook (secret shown once), replays, disables and deletes it', async () => {
+      const client = await signedIn();
+      const invalid = await client.post('/console/webhooks', {
+        url: 'not a url',
+        event_types: '',
+        client_ids: '',
+        description: '',
+      });
+      assert.equal(invalid.statusCode, 400);
+      assert.match(invalid.body, /id="field-url-error"/);
+      assert.match(invalid.body, /id="field-event_types-error"/);
+      const created = await client.post('/console/webhooks', {
+        url: 'https://hooks.example.com/tessera',
+        event_types: 'user.* application.created',
+        client_ids: '',
+        description: 'CRM sync',
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.match(created.body, /value="whsec_[^"]+"/);
+      const list = await client.get('/console/webhooks');
+      assert.match(list.body, /https:\/\/hooks\.example\.com\/tessera/);
+      assert.doesNotMatch(list.body, /whsec_/, 'the secret is never shown again');
+      const location = /href="(\/console\/webhooks\/[^"]+)"/.exec(list.body)![1]!;
+      const page = await client.get(location);
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /Deliveries, newest first/);
+      assert.equal((await client.post(`${location}/replay`, { after: '' })).statusCode, 303);
+      assert.equal(
+        (await client.post(`${location}/enabled`, { enabled: 'false' })).statusCode,
+        303,
+      );
+      assert.match((await client.get(location)).body, /disabled/);
+      assert.equal((await client.post(`${location}/delete`, {})).statusCode, 303);
+      assert.equal((await client.get(location)).statusCode, 404);
     });
   });
 

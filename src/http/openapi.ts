@@ -25,16 +25,52 @@ export function schemaName(schema: unknown): string | undefined {
   return typeof name === 'string' ? name : undefined;
 }
 
+/** Schema annotation: the name of Tessera's own format where the document gives a standard one. */
+export const CUSTOM_FORMAT_KEYWORD = 'x-format';
+
 /**
  * Custom formats, said with standard keywords for other tools. Validation keeps the stricter
- * rule (each format's `x-rule` says it in words).
+ * rule (each format's `x-rule` says it in words, `x-format` names it).
  */
 const STANDARD_FORMATS: Record<string, Record<string, unknown>> = {
   // Any absolute URI is a `uri`; ours must also be http: or https: with a host.
-  'http-url': { format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]' },
+  'http-url': {
+    format: 'uri',
+    pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]',
+    [CUSTOM_FORMAT_KEYWORD]: 'http-url',
+  },
   // No standard format names BCP 47 tags: the keyword goes, the rule stays in `x-rule`.
-  'language-tag': {},
+  'language-tag': { [CUSTOM_FORMAT_KEYWORD]: 'language-tag' },
 };
+
+/**
+ * A schema of the document as the validator reads it: each $ref replaced by its component (and
+ * the annotations beside it), and Tessera's own formats back in place of the standard words.
+ * For tools that generate or check values with the app's own rules (the property tests).
+ */
+export function asValidated(schema: unknown, components: Record<string, unknown>): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => asValidated(item, components));
+  if (!isObject(schema)) return schema;
+  if (typeof schema.$ref === 'string') {
+    const { $ref, ...siblings } = schema;
+    const target = components[$ref.replace('#/components/schemas/', '')];
+    return asValidated({ ...(target as Json), ...siblings }, components);
+  }
+  const result: Json = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === CUSTOM_FORMAT_KEYWORD) continue;
+    result[key] =
+      key === 'enum' || key === 'const' || key === 'examples' || key === 'default'
+        ? value
+        : asValidated(value, components);
+  }
+  const custom = schema[CUSTOM_FORMAT_KEYWORD];
+  if (typeof custom === 'string') {
+    result.format = custom;
+    if (custom === 'http-url') delete result.pattern;
+  }
+  return result;
+}
 
 /** Members whose difference from a named schema may be stated beside its $ref. */
 const ANNOTATIONS = new Set(['description', 'examples', 'default', 'readOnly', 'deprecated']);

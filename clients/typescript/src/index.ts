@@ -24,6 +24,7 @@ export type SigningKey = Readable<Schemas['SigningKey']>;
 export type SigningKeyRevocation = Readable<Schemas['SigningKeyRevocation']>;
 export type AccessToken = Readable<Schemas['AccessToken']>;
 export type Problem = Readable<Schemas['Problem']>;
+export type Event = Readable<Schemas['Event']>;
 export type Page<T> = { items: T[]; next_cursor: string | null; total?: number };
 export type { components, operations, paths };
 
@@ -32,6 +33,8 @@ type QueryOf<Id extends keyof operations> = NonNullable<operations[Id]['paramete
 export type ListApplicationsQuery = Omit<QueryOf<'listApplications'>, 'cursor'>;
 export type ListUsersQuery = Omit<QueryOf<'listUsers'>, 'cursor'>;
 export type ListApiKeysQuery = Omit<QueryOf<'listApiKeys'>, 'cursor'>;
+/** The events' query without `after` and `wait`: iteration reads on from each page's end. */
+export type ListEventsQuery = Omit<QueryOf<'listEvents'>, 'after' | 'wait'>;
 
 /** A failed call: the status, and the RFC 9457 problem document Tessera answered with. */
 export class TesseraError extends Error {
@@ -82,7 +85,8 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
 
 /**
  * A fetch that sends a request again when Tessera answers 429 (rate limited) or 503 (store
- * unavailable, busy or restarting): both mean the request was not carried out. It waits what
+ * unavailable, busy or restarting): the request was refused or failed before it took effect (a
+ * create whose commit was cut off may have; its retry then answers 409). It waits what
  * Retry-After says (1 s without one), and gives the last answer back when the retries are
  * spent or the wait would be longer than maxDelayMs.
  */
@@ -312,6 +316,27 @@ export function createTessera(options: TesseraOptions) {
       revoke: async (id: string): Promise<void> => {
         await unwrap(http.DELETE(API_KEY, { params: { path: { id } } }));
       },
+    },
+    events: {
+      /**
+       * The audit trail from the start (or after `after`), oldest first, up to the last event
+       * committed now; each page reads on from the previous page's `next_after`.
+       */
+      list: (query: ListEventsQuery = {}, after?: string): AsyncIterable<Event> => ({
+        async *[Symbol.asyncIterator]() {
+          let from = after;
+          for (;;) {
+            const page = await unwrap(
+              http.GET('/iam/api/v1/events', {
+                params: { query: { ...query, ...(from === undefined ? {} : { after: from }) } },
+              }),
+            );
+            yield* page.items;
+            if (page.items.length === 0 || page.next_after === null) return;
+            from = page.next_after;
+          }
+        },
+      }),
     },
     signingKeys: {
       list: async (): Promise<SigningKey[]> =>

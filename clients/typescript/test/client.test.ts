@@ -199,6 +199,25 @@ describe('the TypeScript client against a real server', () => {
     assert.notEqual(revocation.active.kid, signing.kid);
   });
 
+  it('reads the audit trail across pages', async () => {
+    await tessera.applications.create({ client_id: 'audited', display_name: 'A', description: '' });
+    for (let index = 0; index < 3; index++) {
+      await tessera.applications.patch('audited', { description: `change ${index}` });
+    }
+    const events = await collect(tessera.events.list({ client_id: 'audited', limit: 2 }));
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ['application.created', 'application.updated', 'application.updated', 'application.updated'],
+    );
+    const ids = events.map((event) => event.id);
+    assert.deepEqual(ids, [...ids].sort(), 'in commit order');
+    const rest = await collect(tessera.events.list({ client_id: 'audited' }, ids[1]));
+    assert.deepEqual(
+      rest.map((event) => event.id),
+      ids.slice(2),
+    );
+  });
+
   it('reaches every operation of the document through tessera.http (SCIM here)', async () => {
     await tessera.applications.patch('people', { scim_provider: 'okta_scim' });
     const { data, response } = await tessera.http.GET(
