@@ -531,6 +531,44 @@ describe('admin console', () => {
     });
   });
 
+  describe('webhooks', () => {
+    it('creates a webhook (secret shown once), replays, disables and deletes it', async () => {
+      const client = await signedIn();
+      const invalid = await client.post('/console/webhooks', {
+        url: 'not a url',
+        event_types: '',
+        client_ids: '',
+        description: '',
+      });
+      assert.equal(invalid.statusCode, 400);
+      assert.match(invalid.body, /id="field-url-error"/);
+      assert.match(invalid.body, /id="field-event_types-error"/);
+      const created = await client.post('/console/webhooks', {
+        url: 'https://hooks.example.com/tessera',
+        event_types: 'user.* application.created',
+        client_ids: '',
+        description: 'CRM sync',
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.match(created.body, /value="whsec_[^"]+"/);
+      const list = await client.get('/console/webhooks');
+      assert.match(list.body, /https:\/\/hooks\.example\.com\/tessera/);
+      assert.doesNotMatch(list.body, /whsec_/, 'the secret is never shown again');
+      const location = /href="(\/console\/webhooks\/[^"]+)"/.exec(list.body)![1]!;
+      const page = await client.get(location);
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /Deliveries, newest first/);
+      assert.equal((await client.post(`${location}/replay`, { after: '' })).statusCode, 303);
+      assert.equal(
+        (await client.post(`${location}/enabled`, { enabled: 'false' })).statusCode,
+        303,
+      );
+      assert.match((await client.get(location)).body, /disabled/);
+      assert.equal((await client.post(`${location}/delete`, {})).statusCode, 303);
+      assert.equal((await client.get(location)).statusCode, 404);
+    });
+  });
+
   describe('what a key’s roles forbid', () => {
     it('is neither shown nor served', async () => {
       const key = await ctx.createKey({ roles: ['users:read'], applications: ['people'] });

@@ -191,6 +191,14 @@ const SCENARIO = [
   'getScimGroup',
   'replaceScimGroup',
   'patchScimGroup',
+  'createWebhook',
+  'listWebhooks',
+  'getWebhook',
+  'patchWebhook',
+  'rotateWebhookSecret',
+  'replayWebhook',
+  'listWebhookDeliveries',
+  'deleteWebhook',
   'deleteScimGroup',
   'deleteScimUser',
   'deleteUser',
@@ -213,6 +221,9 @@ function serverMadeId(
   if (parameter === 'id' && /ApiKey$/.test(operationId)) return made.get('apiKey');
   if (parameter === 'id' && /ScimUser$/.test(operationId)) return made.get('scimUser');
   if (parameter === 'id' && /ScimGroup$/.test(operationId)) return made.get('scimGroup');
+  if (parameter === 'id' && /Webhook(?:Secret|Deliveries)?$/.test(operationId)) {
+    return made.get('webhook');
+  }
   if (parameter === 'kid') return made.get('signingKey');
   return undefined;
 }
@@ -280,6 +291,7 @@ describe('"Try it out" with the examples of the document', () => {
       const body = json ? response.json() : null;
       if (operationId === 'createApiKey') made.set('apiKey', body.id);
       if (operationId === 'createScimUser') made.set('scimUser', body.id);
+      if (operationId === 'createWebhook') made.set('webhook', body.id);
       if (operationId === 'createScimGroup') made.set('scimGroup', body.id);
       if (operationId === 'listSigningKeys') made.set('signingKey', body.items[0].kid);
     }

@@ -121,8 +121,12 @@ export async function runWebhookChaos(options: {
 
     const feed = await readFeed(server, headers, startAfter);
     const deadline = Date.now() + 120_000;
-    const arrived = () => new Set(receiver.ids());
-    while ([...feed.keys()].some((id) => !arrived().has(id)) && Date.now() < deadline) {
+    // One set per look: the receiver lives in this process, so the wait must stay cheap.
+    const missing = () => {
+      const arrived = new Set(receiver.ids());
+      return [...feed.keys()].some((id) => !arrived.has(id));
+    };
+    while (missing() && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const seen = new Set<string>();

@@ -1217,6 +1217,159 @@ export interface components {
             /** @description Read-only; accepted and ignored. */
             updated_at?: $Read<unknown>;
         };
+        Webhook: {
+            id: string;
+            url: string;
+            event_types: string[];
+            client_ids: string[] | null;
+            description: string;
+            enabled: boolean;
+            /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret replaced by the last rotation still signs, or null.
+             */
+            previous_secret_expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            updated_at: string;
+        };
+        WebhookCreate: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
+             * @example https://hooks.example.com/tessera
+             */
+            url: string;
+            /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
+            event_types: string[];
+            /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
+            client_ids?: string[] | null;
+            description?: string;
+            /** @default true */
+            enabled?: boolean;
+        };
+        WebhookDelivery: {
+            event_id: string;
+            event_type: string;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            first_attempt_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            last_attempt_at: string;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            last_status_code: number | null;
+            /** @description The latest attempts, oldest first. */
+            log: {
+                /**
+                 * Format: date-time
+                 * @description RFC 3339, UTC, millisecond precision
+                 * @example 2026-11-21T09:30:00.000Z
+                 */
+                at: string;
+                /** @description The answer, or null when none came. */
+                status_code: number | null;
+                error: string | null;
+                duration_ms: number;
+            }[];
+        };
+        WebhookDeliveryPage: {
+            items: components["schemas"]["WebhookDelivery"][];
+            /** @description Pass as `cursor` for the next page. */
+            next_cursor: string | null;
+            /** @description With `include_total=true`. */
+            total?: number;
+        };
+        WebhookPage: {
+            items: components["schemas"]["Webhook"][];
+            /** @description Pass as `cursor` for the next page. */
+            next_cursor: string | null;
+            /** @description With `include_total=true`. */
+            total?: number;
+        };
+        /** @description JSON Merge Patch (RFC 7396): `null` resets client_ids (every application), description ('') and enabled (true). Enabling a webhook that its receiver disabled (410) resumes delivery with the event that was refused. */
+        WebhookPatch: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
+             * @example https://hooks.example.com/tessera
+             */
+            url?: string;
+            /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
+            event_types?: string[];
+            /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
+            client_ids?: string[] | null;
+            description?: string | null;
+            enabled?: boolean | null;
+            /** @description Read-only; accepted and ignored. */
+            id?: $Read<unknown>;
+            /** @description Read-only; accepted and ignored. */
+            disabled_reason?: $Read<unknown>;
+            /** @description Read-only; accepted and ignored. */
+            previous_secret_expires_at?: $Read<unknown>;
+            /** @description Read-only; accepted and ignored. */
+            created_at?: $Read<unknown>;
+            /** @description Read-only; accepted and ignored. */
+            updated_at?: $Read<unknown>;
+        };
+        WebhookReplay: {
+            /** @description Deliver again every matching event after this one; null: from the oldest kept. */
+            after: string | null;
+        };
+        WebhookReplayResult: {
+            webhook_id: string;
+            after: string | null;
+        };
+        WebhookWithSecret: {
+            id: string;
+            url: string;
+            event_types: string[];
+            client_ids: string[] | null;
+            description: string;
+            enabled: boolean;
+            /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret replaced by the last rotation still signs, or null.
+             */
+            previous_secret_expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            updated_at: string;
+            /** @description The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown only in this response. */
+            secret: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -3973,39 +4126,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            url: string;
-                            event_types: string[];
-                            client_ids: string[] | null;
-                            description: string;
-                            enabled: boolean;
-                            /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
-                            disabled_reason: string | null;
-                            /**
-                             * Format: date-time
-                             * @description Until when the secret replaced by the last rotation still signs, or null.
-                             */
-                            previous_secret_expires_at: string | null;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339, UTC, millisecond precision
-                             * @example 2026-11-21T09:30:00.000Z
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339, UTC, millisecond precision
-                             * @example 2026-11-21T09:30:00.000Z
-                             */
-                            updated_at: string;
-                        }[];
-                        /** @description Pass as `cursor` for the next page. */
-                        next_cursor: string | null;
-                        /** @description With `include_total=true`. */
-                        total?: number;
-                    };
+                    "application/json": components["schemas"]["WebhookPage"];
                 };
             };
             /** @description The request is not valid */
@@ -4076,21 +4197,19 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: uri
-                     * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
-                     * @example https://hooks.example.com/tessera
-                     */
-                    url: string;
-                    /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
-                    event_types: string[];
-                    /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
-                    client_ids?: string[] | null;
-                    description?: string;
-                    /** @default true */
-                    enabled?: boolean;
-                };
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/tessera",
+                 *       "event_types": [
+                 *         "user.*"
+                 *       ],
+                 *       "client_ids": [
+                 *         "billing-web"
+                 *       ],
+                 *       "description": "User changes for the billing back end"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreate"];
             };
         };
         responses: {
@@ -4104,35 +4223,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        url: string;
-                        event_types: string[];
-                        client_ids: string[] | null;
-                        description: string;
-                        enabled: boolean;
-                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
-                        disabled_reason: string | null;
-                        /**
-                         * Format: date-time
-                         * @description Until when the secret replaced by the last rotation still signs, or null.
-                         */
-                        previous_secret_expires_at: string | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        updated_at: string;
-                        /** @description The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown only in this response. */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
             /** @description The request is not valid */
@@ -4220,6 +4311,10 @@ export interface operations {
                 "if-none-match"?: string;
             };
             path: {
+                /**
+                 * @description The `id` the webhook was created with.
+                 * @example 3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4234,33 +4329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        url: string;
-                        event_types: string[];
-                        client_ids: string[] | null;
-                        description: string;
-                        enabled: boolean;
-                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
-                        disabled_reason: string | null;
-                        /**
-                         * Format: date-time
-                         * @description Until when the secret replaced by the last rotation still signs, or null.
-                         */
-                        previous_secret_expires_at: string | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["Webhook"];
                 };
             };
             /** @description Not modified: your copy is current. */
@@ -4349,6 +4418,10 @@ export interface operations {
                 "if-match"?: string;
             };
             path: {
+                /**
+                 * @description The `id` the webhook was created with.
+                 * @example 3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4450,6 +4523,10 @@ export interface operations {
                 "if-match"?: string;
             };
             path: {
+                /**
+                 * @description The `id` the webhook was created with.
+                 * @example 3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4457,54 +4534,20 @@ export interface operations {
         /** @description JSON Merge Patch (RFC 7396): `null` resets client_ids (every application), description ('') and enabled (true). Enabling a webhook that its receiver disabled (410) resumes delivery with the event that was refused. */
         requestBody: {
             content: {
-                "application/merge-patch+json": {
-                    /**
-                     * Format: uri
-                     * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
-                     * @example https://hooks.example.com/tessera
-                     */
-                    url?: string;
-                    /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
-                    event_types?: string[];
-                    /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
-                    client_ids?: string[] | null;
-                    description?: string | null;
-                    enabled?: boolean | null;
-                    /** @description Read-only; accepted and ignored. */
-                    id?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    disabled_reason?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    previous_secret_expires_at?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    created_at?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    updated_at?: $Read<unknown>;
-                };
-                "application/json": {
-                    /**
-                     * Format: uri
-                     * @description Where events are POSTed: https:, on a public address (http: and private addresses only with IAM_ALLOW_INSECURE_WEBHOOKS=true).
-                     * @example https://hooks.example.com/tessera
-                     */
-                    url?: string;
-                    /** @description The event types delivered: exact types, `<family>.*`, or `*` for all. */
-                    event_types?: string[];
-                    /** @description Only events of these applications; null: every event (including those of no application, such as API keys). A restricted API key must name some of its own. */
-                    client_ids?: string[] | null;
-                    description?: string | null;
-                    enabled?: boolean | null;
-                    /** @description Read-only; accepted and ignored. */
-                    id?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    disabled_reason?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    previous_secret_expires_at?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    created_at?: $Read<unknown>;
-                    /** @description Read-only; accepted and ignored. */
-                    updated_at?: $Read<unknown>;
-                };
+                /**
+                 * @example {
+                 *       "description": "User changes, billing",
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["WebhookPatch"];
+                /**
+                 * @example {
+                 *       "description": "User changes, billing",
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPatch"];
             };
         };
         responses: {
@@ -4516,33 +4559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        url: string;
-                        event_types: string[];
-                        client_ids: string[] | null;
-                        description: string;
-                        enabled: boolean;
-                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
-                        disabled_reason: string | null;
-                        /**
-                         * Format: date-time
-                         * @description Until when the secret replaced by the last rotation still signs, or null.
-                         */
-                        previous_secret_expires_at: string | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["Webhook"];
                 };
             };
             /** @description The request is not valid */
@@ -4651,6 +4668,10 @@ export interface operations {
                 "if-match"?: string;
             };
             path: {
+                /**
+                 * @description The `id` the webhook was created with.
+                 * @example 3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4665,35 +4686,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        url: string;
-                        event_types: string[];
-                        client_ids: string[] | null;
-                        description: string;
-                        enabled: boolean;
-                        /** @description `gone` when Tessera disabled the webhook because its receiver answered 410. */
-                        disabled_reason: string | null;
-                        /**
-                         * Format: date-time
-                         * @description Until when the secret replaced by the last rotation still signs, or null.
-                         */
-                        previous_secret_expires_at: string | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339, UTC, millisecond precision
-                         * @example 2026-11-21T09:30:00.000Z
-                         */
-                        updated_at: string;
-                        /** @description The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown only in this response. */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
             /** @description The request is not valid */
@@ -4778,16 +4771,22 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The `id` the webhook was created with.
+                 * @example 3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Deliver again every matching event after this one; null: from the oldest kept. */
-                    after: string | null;
-                };
+                /**
+                 * @example {
+                 *       "after": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookReplay"];
             };
         };
         responses: {
@@ -4797,10 +4796,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        webhook_id: string;
-                        after: string | null;
-                    };
+                    "application/json": components["schemas"]["WebhookReplayResult"];
                 };
             };
             /** @description The request is not valid */
@@ -4908,6 +4904,10 @@ export interface operations {
             };
             header?: never;
             path: {
+                /**
+                 * @description The `id` the webhook was created with.
+                 * @example 3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4922,47 +4922,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            event_id: string;
-                            event_type: string;
-                            /** @enum {string} */
-                            status: "pending" | "delivered" | "failed";
-                            attempts: number;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339, UTC, millisecond precision
-                             * @example 2026-11-21T09:30:00.000Z
-                             */
-                            first_attempt_at: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339, UTC, millisecond precision
-                             * @example 2026-11-21T09:30:00.000Z
-                             */
-                            last_attempt_at: string;
-                            /** Format: date-time */
-                            next_attempt_at: string | null;
-                            last_status_code: number | null;
-                            /** @description The latest attempts, oldest first. */
-                            log: {
-                                /**
-                                 * Format: date-time
-                                 * @description RFC 3339, UTC, millisecond precision
-                                 * @example 2026-11-21T09:30:00.000Z
-                                 */
-                                at: string;
-                                /** @description The answer, or null when none came. */
-                                status_code: number | null;
-                                error: string | null;
-                                duration_ms: number;
-                            }[];
-                        }[];
-                        /** @description Pass as `cursor` for the next page. */
-                        next_cursor: string | null;
-                        /** @description With `include_total=true`. */
-                        total?: number;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
             /** @description The request is not valid */

@@ -36,7 +36,8 @@ const HTMX_CONFIG = JSON.stringify({
   ],
 });
 
-export type Section = 'applications' | 'api-keys' | 'signing-keys' | 'events' | 'sign-in';
+export type Section =
+  'applications' | 'api-keys' | 'signing-keys' | 'events' | 'webhooks' | 'sign-in';
 
 export function page(options: {
   title: string;
@@ -55,6 +56,7 @@ export function page(options: {
     },
     { section: 'api-keys', href: '/console/api-keys', label: 'API keys', role: 'keys:read' },
     { section: 'events', href: '/console/events', label: 'Events', role: 'events:read' },
+    { section: 'webhooks', href: '/console/webhooks', label: 'Webhooks', role: 'webhooks:read' },
     {
       section: 'signing-keys',
       href: '/console/signing-keys',

@@ -20,6 +20,7 @@ import { registerConsoleKeyRoutes } from './console-keys.routes.js';
 import type { Viewer } from './console-layout.view.js';
 import { errorPage, messagePage, signInPage } from './console-sign-in.view.js';
 import { registerConsoleUserRoutes } from './console-users.routes.js';
+import { registerConsoleWebhookRoutes } from './console-webhooks.routes.js';
 import { type FormFields, formText, parseForm } from './console.schemas.js';
 import { type ConsoleSession, type ConsoleSessions, csrfTokenMatches } from './console.service.js';
 
@@ -239,6 +240,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           ['applications:read', '/applications'],
           ['keys:read', '/api-keys'],
           ['events:read', '/events'],
+          ['webhooks:read', '/webhooks'],
         ];
         const home = pages.find(([role]) => key.roles.includes(role))?.[1] ?? '/account';
         return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
@@ -327,6 +329,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       registerConsoleUserRoutes(scope, deps.services);
       registerConsoleKeyRoutes(scope, deps.services, deps.clock);
       registerConsoleEventRoutes(scope, deps.services, deps.clock);
+      registerConsoleWebhookRoutes(scope, deps.services);
     },
     { prefix: CONSOLE_PREFIX },
   );

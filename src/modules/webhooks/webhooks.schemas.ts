@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { named } from '../../http/openapi.js';
 import {
   Nullable,
   Page,
@@ -45,38 +46,55 @@ const ClientIds = Nullable(
   }),
 );
 
-export const CreateWebhookBody = Type.Object(
-  {
-    url: WebhookUrl,
-    event_types: EventTypes,
-    client_ids: Type.Optional(ClientIds),
-    description: Type.Optional(Description),
-    enabled: Type.Optional(Type.Boolean({ default: true })),
-  },
-  { additionalProperties: false },
+export const CreateWebhookBody = named(
+  'WebhookCreate',
+  Type.Object(
+    {
+      url: WebhookUrl,
+      event_types: EventTypes,
+      client_ids: Type.Optional(ClientIds),
+      description: Type.Optional(Description),
+      enabled: Type.Optional(Type.Boolean({ default: true })),
+    },
+    {
+      additionalProperties: false,
+      examples: [
+        {
+          url: 'https://hooks.example.com/tessera',
+          event_types: ['user.*'],
+          client_ids: ['billing-web'],
+          description: 'User changes for the billing back end',
+        },
+      ],
+    },
+  ),
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
 
-export const PatchWebhookBody = Type.Object(
-  {
-    url: Type.Optional(WebhookUrl),
-    event_types: Type.Optional(EventTypes),
-    client_ids: Type.Optional(ClientIds),
-    description: Type.Optional(Nullable(Description)),
-    enabled: Type.Optional(Nullable(Type.Boolean())),
-    id: Type.Optional(ReadOnlyEcho),
-    disabled_reason: Type.Optional(ReadOnlyEcho),
-    previous_secret_expires_at: Type.Optional(ReadOnlyEcho),
-    created_at: Type.Optional(ReadOnlyEcho),
-    updated_at: Type.Optional(ReadOnlyEcho),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'JSON Merge Patch (RFC 7396): `null` resets client_ids (every application), description ' +
-      "('') and enabled (true). Enabling a webhook that its receiver disabled (410) resumes " +
-      'delivery with the event that was refused.',
-  },
+export const PatchWebhookBody = named(
+  'WebhookPatch',
+  Type.Object(
+    {
+      url: Type.Optional(WebhookUrl),
+      event_types: Type.Optional(EventTypes),
+      client_ids: Type.Optional(ClientIds),
+      description: Type.Optional(Nullable(Description)),
+      enabled: Type.Optional(Nullable(Type.Boolean())),
+      id: Type.Optional(ReadOnlyEcho),
+      disabled_reason: Type.Optional(ReadOnlyEcho),
+      previous_secret_expires_at: Type.Optional(ReadOnlyEcho),
+      created_at: Type.Optional(ReadOnlyEcho),
+      updated_at: Type.Optional(ReadOnlyEcho),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'JSON Merge Patch (RFC 7396): `null` resets client_ids (every application), description ' +
+        "('') and enabled (true). Enabling a webhook that its receiver disabled (410) resumes " +
+        'delivery with the event that was refused.',
+      examples: [{ description: 'User changes, billing', enabled: true }],
+    },
+  ),
 );
 export type PatchWebhookBody = Static<typeof PatchWebhookBody>;
 
@@ -102,17 +120,20 @@ const webhookProperties = {
   updated_at: Timestamp,
 };
 
-export const Webhook = Type.Object(webhookProperties);
+export const Webhook = named('Webhook', Type.Object(webhookProperties));
 export type Webhook = Static<typeof Webhook>;
 
-export const WebhookWithSecret = Type.Object({
-  ...webhookProperties,
-  secret: Type.String({
-    description:
-      'The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown ' +
-      'only in this response.',
+export const WebhookWithSecret = named(
+  'WebhookWithSecret',
+  Type.Object({
+    ...webhookProperties,
+    secret: Type.String({
+      description:
+        'The signing secret, `whsec_` + 256 random bits in base64 (Standard Webhooks). Shown ' +
+        'only in this response.',
+    }),
   }),
-});
+);
 
 export const WebhookParams = Type.Object(
   {
@@ -121,6 +142,8 @@ export const WebhookParams = Type.Object(
       maxLength: 64,
       pattern: '^[A-Za-z0-9._~-]*$',
       [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ ~ -',
+      description: 'The `id` the webhook was created with.',
+      examples: ['3f1c9a0e-7b2d-4e8f-9c61-5a4b3d2e1f00'],
     }),
   },
   { additionalProperties: false },
@@ -130,24 +153,30 @@ export const WebhookPage = Page(Webhook);
 
 export const WebhookListQuery = Type.Object(PageQueryProperties, { additionalProperties: false });
 
-export const ReplayBody = Type.Object(
-  {
-    after: Nullable(
-      Type.String({
-        pattern: '^[0-9]{1,32}$',
-        [RULE_KEYWORD]: 'an event id (digits)',
-        description:
-          'Deliver again every matching event after this one; null: from the oldest kept.',
-      }),
-    ),
-  },
-  { additionalProperties: false },
+export const ReplayBody = named(
+  'WebhookReplay',
+  Type.Object(
+    {
+      after: Nullable(
+        Type.String({
+          pattern: '^[0-9]{1,32}$',
+          [RULE_KEYWORD]: 'an event id (digits)',
+          description:
+            'Deliver again every matching event after this one; null: from the oldest kept.',
+        }),
+      ),
+    },
+    { additionalProperties: false, examples: [{ after: null }] },
+  ),
 );
 
-export const ReplayResult = Type.Object({
-  webhook_id: Type.String(),
-  after: Nullable(Type.String()),
-});
+export const ReplayResult = named(
+  'WebhookReplayResult',
+  Type.Object({
+    webhook_id: Type.String(),
+    after: Nullable(Type.String()),
+  }),
+);
 
 export const DeliveryStatusSchema = StringEnum(['pending', 'delivered', 'failed'] as const);
 
@@ -156,25 +185,28 @@ export const DeliveryListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const Delivery = Type.Object({
-  event_id: Type.String(),
-  event_type: Type.String(),
-  status: DeliveryStatusSchema,
-  attempts: Type.Integer(),
-  first_attempt_at: Timestamp,
-  last_attempt_at: Timestamp,
-  next_attempt_at: Nullable(Type.String({ format: 'date-time' })),
-  last_status_code: Nullable(Type.Integer()),
-  log: Type.Array(
-    Type.Object({
-      at: Timestamp,
-      status_code: Nullable(Type.Integer({ description: 'The answer, or null when none came.' })),
-      error: Nullable(Type.String()),
-      duration_ms: Type.Integer(),
-    }),
-    { description: 'The latest attempts, oldest first.' },
-  ),
-});
+export const Delivery = named(
+  'WebhookDelivery',
+  Type.Object({
+    event_id: Type.String(),
+    event_type: Type.String(),
+    status: DeliveryStatusSchema,
+    attempts: Type.Integer(),
+    first_attempt_at: Timestamp,
+    last_attempt_at: Timestamp,
+    next_attempt_at: Nullable(Type.String({ format: 'date-time' })),
+    last_status_code: Nullable(Type.Integer()),
+    log: Type.Array(
+      Type.Object({
+        at: Timestamp,
+        status_code: Nullable(Type.Integer({ description: 'The answer, or null when none came.' })),
+        error: Nullable(Type.String()),
+        duration_ms: Type.Integer(),
+      }),
+      { description: 'The latest attempts, oldest first.' },
+    ),
+  }),
+);
 export type Delivery = Static<typeof Delivery>;
 
 export const DeliveryPage = Page(Delivery);

@@ -1,0 +1,265 @@
+import type { DeliveryRecord, WebhookRecord } from '../../store/webhook-records.js';
+import {
+  type FieldErrors,
+  type Viewer,
+  can,
+  csrfField,
+  field,
+  formErrors,
+  formatTime,
+  page,
+} from './console-layout.view.js';
+import { type Html, html } from './html.js';
+
+export interface WebhookFormValues {
+  url: string;
+  event_types: string;
+  client_ids: string;
+  description: string;
+}
+
+export const WEBHOOK_FIELDS = ['url', 'event_types', 'client_ids', 'description'];
+
+function state(webhook: WebhookRecord): string {
+  if (webhook.enabled) return 'enabled';
+  return webhook.disabledReason === null ? 'disabled' : `disabled (${webhook.disabledReason})`;
+}
+
+export function webhooksPage(
+  viewer: Viewer,
+  view: {
+    webhooks: WebhookRecord[];
+    form: { values: WebhookFormValues; errors: FieldErrors; message: string | null };
+  },
+  notice: string | null,
+): Html {
+  const { values, errors } = view.form;
+  return page({
+    title: 'Webhooks',
+    viewer,
+    section: 'webhooks',
+    notice,
+    body: html`<h1>Webhooks</h1>
+      ${
+        view.webhooks.length === 0
+          ? html`<p class="empty">No webhook yet.</p>`
+          : html`<table>
+              <caption class="visually-hidden">
+                Webhooks
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">URL</th>
+                  <th scope="col">Events</th>
+                  <th scope="col">Applications</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${view.webhooks.map(
+                  (webhook) =>
+                    html`<tr>
+                      <td>
+                        <a href="/console/webhooks/${webhook.id}">${webhook.url}</a><br /><span
+                          class="subtle"
+                          >${webhook.description}</span
+                        >
+                      </td>
+                      <td>${webhook.eventTypes.join(', ')}</td>
+                      <td>${webhook.clientIds === null ? 'all' : webhook.clientIds.join(', ')}</td>
+                      <td>${state(webhook)}</td>
+                      <td>${formatTime(webhook.createdAt)}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>`
+      }
+      ${
+        can(viewer, 'webhooks:write')
+          ? html`<form method="post" action="/console/webhooks" class="card" novalidate>
+              <h2>Create a webhook</h2>
+              ${formErrors(errors, WEBHOOK_FIELDS, view.form.message)} ${csrfField(viewer)}
+              ${field({
+                name: 'url',
+                label: 'URL',
+                hint: 'Where events are POSTed (https:).',
+                errors,
+                control: (attributes) =>
+                  html`<input
+                    ${attributes}
+                    value="${values.url}"
+                    autocomplete="off"
+                    spellcheck="false"
+                  />`,
+              })}
+              ${field({
+                name: 'event_types',
+                label: 'Event types',
+                hint: 'Separated by spaces or commas: user.created, application.*, or * for all.',
+                errors,
+                control: (attributes) =>
+                  html`<input
+                    ${attributes}
+                    value="${values.event_types}"
+                    autocomplete="off"
+                    spellcheck="false"
+                  />`,
+              })}
+              ${field({
+                name: 'client_ids',
+                label: 'Only these applications',
+                hint: 'client_ids separated by spaces or commas; empty: every event.',
+                errors,
+                control: (attributes) =>
+                  html`<input
+                    ${attributes}
+                    value="${values.client_ids}"
+                    autocomplete="off"
+                    spellcheck="false"
+                  />`,
+              })}
+              ${field({
+                name: 'description',
+                label: 'Description',
+                errors,
+                control: (attributes) =>
+                  html`<input ${attributes} value="${values.description}" />`,
+              })}
+              <button type="submit">Create webhook</button>
+            </form>`
+          : ''
+      }`,
+  });
+}
+
+export function webhookSecretPage(viewer: Viewer, webhook: WebhookRecord, secret: string): Html {
+  return page({
+    title: 'Webhook created',
+    viewer,
+    section: 'webhooks',
+    body: html`<h1>Webhook for ${webhook.url}</h1>
+      <div class="card secret" hx-history="false">
+        <p role="status">
+          <strong>Copy the signing secret now: it is shown this once.</strong> The receiver checks
+          each delivery's signature with it.
+        </p>
+        <label for="secret">Signing secret</label>
+        <div class="copy-row">
+          <input
+            id="secret"
+            class="mono"
+            value="${secret}"
+            readonly
+            spellcheck="false"
+            autocomplete="off"
+          />
+          <button type="button" class="secondary" data-copy="secret">Copy</button>
+        </div>
+        <p class="hint" data-copied-for="secret" role="status" aria-live="polite"></p>
+      </div>
+      <p><a href="/console/webhooks/${webhook.id}">To the webhook and its deliveries</a></p>`,
+  });
+}
+
+export function webhookPage(
+  viewer: Viewer,
+  webhook: WebhookRecord,
+  deliveries: DeliveryRecord[],
+  notice: string | null,
+): Html {
+  const base = `/console/webhooks/${webhook.id}`;
+  const writable = can(viewer, 'webhooks:write');
+  return page({
+    title: 'Webhook',
+    viewer,
+    section: 'webhooks',
+    notice,
+    body: html`<p class="crumbs"><a href="/console/webhooks">Webhooks</a></p>
+      <h1>${webhook.url}</h1>
+      <p class="meta">
+        ${state(webhook)} · events ${webhook.eventTypes.join(', ')} · applications
+        ${webhook.clientIds === null ? 'all' : webhook.clientIds.join(', ')}
+      </p>
+      ${
+        writable
+          ? html`<div class="row-actions">
+                <form method="post" action="${base}/enabled">
+                  ${csrfField(viewer)}
+                  <input
+                    type="hidden"
+                    name="enabled"
+                    value="${webhook.enabled ? 'false' : 'true'}"
+                  />
+                  <button type="submit" class="secondary">
+                    ${webhook.enabled ? 'Disable' : 'Enable'}
+                  </button>
+                </form>
+                <form method="post" action="${base}/delete">
+                  ${csrfField(viewer)}<button type="submit" class="destructive">
+                    Delete webhook
+                  </button>
+                </form>
+              </div>
+              <form method="post" action="${base}/replay" class="card">
+                <h2>Replay</h2>
+                ${csrfField(viewer)}
+                ${field({
+                  name: 'after',
+                  label: 'Deliver again every matching event after event id',
+                  hint: 'Empty: every event still kept.',
+                  errors: new Map(),
+                  control: (attributes) =>
+                    html`<input ${attributes} value="" autocomplete="off" spellcheck="false" />`,
+                })}
+                <button type="submit" class="secondary">Replay events</button>
+              </form>`
+          : ''
+      }
+      <section aria-label="Deliveries">
+        <h2>Deliveries, newest first</h2>
+        ${
+          deliveries.length === 0
+            ? html`<p class="empty">No delivery yet.</p>`
+            : html`<table>
+                <caption class="visually-hidden">
+                  Deliveries, newest event first
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Event</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Attempts</th>
+                    <th scope="col">Last attempt</th>
+                    <th scope="col">Next attempt</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${deliveries.map((delivery) => {
+                    const last = delivery.log.at(-1);
+                    return html`<tr>
+                      <td>
+                        ${delivery.eventType}<br /><span class="subtle mono"
+                          >${delivery.eventId}</span
+                        >
+                      </td>
+                      <td>${delivery.status}</td>
+                      <td>${delivery.attempts}</td>
+                      <td>
+                        ${formatTime(delivery.lastAttemptAt)}${
+                          last === undefined
+                            ? ''
+                            : html`<br /><span class="subtle"
+                                  >${last.statusCode ?? 'no answer'}${last.error === null ? '' : ` · ${last.error}`}</span
+                                >`
+                        }
+                      </td>
+                      <td>${formatTime(delivery.nextAttemptAt)}</td>
+                    </tr>`;
+                  })}
+                </tbody>
+              </table>`
+        }
+      </section>`,
+  });
+}
