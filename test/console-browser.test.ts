@@ -412,6 +412,24 @@ describe('the admin console in Chromium', { timeout: 300_000 }, async () => {
     await screenshot('events');
   });
 
+  it('creates a webhook (secret shown once), then shows its deliveries', { skip }, async () => {
+    await page.goto(url('/console/webhooks'));
+    await checkAccessibility('webhooks');
+    await page.fill('#field-url', 'https://hooks.example.com/tessera');
+    await page.fill('#field-event_types', 'user.*');
+    await page.fill('#field-description', 'Billing sync');
+    await page.click('text=Create webhook');
+    const secret = await page.inputValue('#secret');
+    assert.match(secret, /^whsec_/);
+    await checkAccessibility('webhook created');
+    await page.click('text=To the webhook and its deliveries');
+    await page.locator('h2:has-text("Deliveries")').waitFor();
+    // The secret is not shown again.
+    assert.equal(await page.locator('#secret').count(), 0);
+    await checkAccessibility('webhook');
+    await screenshot('webhooks');
+  });
+
   it('refuses a cross-site form post without the CSRF token', { skip }, async () => {
     // Another port of the same host: the same site, so the cookie goes along; the token does not.
     attacker = createServer((_request, response) => {
