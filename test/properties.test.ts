@@ -90,6 +90,8 @@ describe('every operation under generated and mutated requests', { timeout: 600_
     identifier: ['u0', 'u1', 'u2', 'u3'],
     id: [],
     kid: [],
+    // The `id` of /webhooks/{id}: webhooks, not API keys.
+    webhook_id: [],
   };
   let operations: [string, string, Operation][];
   let sent = 0;
@@ -128,8 +130,8 @@ describe('every operation under generated and mutated requests', { timeout: 600_
   after(() => ctx.close());
 
   /**
-   * The applications, users and API keys the path pools name, back where a DELETE or PUT took
-   * them (a revoked key stays revoked: it is replaced by a new one).
+   * The applications, users, API keys and webhooks the path pools name, back where a DELETE or
+   * PUT took them (a revoked key stays revoked: it is replaced by a new one).
    */
   async function restoreFixtures(): Promise<void> {
     for (const clientId of pools.client_id!) {
@@ -149,15 +151,29 @@ describe('every operation under generated and mutated requests', { timeout: 600_
       });
       pools.id![n] = response.json<{ id: string }>().id;
     }
+    for (let n = 0; n < 5; n += 1) {
+      const id = pools.webhook_id![n];
+      if (id !== undefined && (await call(ctx, 'GET', `/webhooks/${id}`)).statusCode === 200)
+        continue;
+      const response = await call(ctx, 'POST', '/webhooks', {
+        body: { url: `https://hooks.example.com/pool-${n}`, event_types: ['user.*'] },
+      });
+      assert.equal(response.statusCode, 201, response.body);
+      pools.webhook_id![n] = response.json<{ id: string }>().id;
+    }
   }
 
   function requestArbitrary(method: string, path: string, operation: Operation) {
     const parameters = operation.parameters ?? [];
     const pathNames = parameters.filter((p) => p.in === 'path').map((p) => p.name);
+    const poolOf = (parameter: Parameter) =>
+      parameter.name === 'id' && path.startsWith(`${API}/webhooks/`)
+        ? 'webhook_id'
+        : parameter.name;
     const segment = (parameter: Parameter) =>
       fc
         .oneof(
-          { weight: 6, arbitrary: fc.constantFrom(...(pools[parameter.name] ?? ['x'])) },
+          { weight: 6, arbitrary: fc.constantFrom(...(pools[poolOf(parameter)] ?? ['x'])) },
           { weight: 2, arbitrary: valid(parameter.schema).map(String) },
           { weight: 1, arbitrary: hostileString },
         )
