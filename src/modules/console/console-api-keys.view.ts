@@ -9,6 +9,7 @@ import {
   formErrors,
   formatTime,
   page,
+  secretField,
 } from './console-layout.view.js';
 import { type Html, html } from './html.js';
 
@@ -221,19 +222,7 @@ export function secretPage(
               : ''
           }
         </p>
-        <label for="secret">Secret</label>
-        <div class="copy-row">
-          <input
-            id="secret"
-            class="mono"
-            value="${secret}"
-            readonly
-            spellcheck="false"
-            autocomplete="off"
-          />
-          <button type="button" class="secondary" data-copy="secret">Copy</button>
-        </div>
-        <p class="hint" data-copied-for="secret" role="status" aria-live="polite"></p>
+        ${secretField('Secret', secret)}
         <p>
           Roles: ${key.roles.join(', ')} · applications:
           ${key.applications === null ? 'all' : key.applications.join(', ')}

@@ -207,3 +207,20 @@ export function formatTime(epochMillis: number | null): string {
     ? '—'
     : new Date(epochMillis).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
 }
+
+/** A secret shown once: read-only, with a copy button and the place its "copied" notice goes. */
+export function secretField(label: string, secret: string): Html {
+  return html`<label for="secret">${label}</label>
+    <div class="copy-row">
+      <input
+        id="secret"
+        class="mono"
+        value="${secret}"
+        readonly
+        spellcheck="false"
+        autocomplete="off"
+      />
+      <button type="button" class="secondary" data-copy="secret">Copy</button>
+    </div>
+    <p class="hint" data-copied-for="secret" role="status" aria-live="polite"></p>`;
+}

@@ -8,6 +8,7 @@ import {
   formErrors,
   formatTime,
   page,
+  secretField,
 } from './console-layout.view.js';
 import { type Html, html } from './html.js';
 
@@ -144,19 +145,7 @@ export function webhookSecretPage(viewer: Viewer, webhook: WebhookRecord, secret
           <strong>Copy the signing secret now: it is shown this once.</strong> The receiver checks
           each delivery's signature with it.
         </p>
-        <label for="secret">Signing secret</label>
-        <div class="copy-row">
-          <input
-            id="secret"
-            class="mono"
-            value="${secret}"
-            readonly
-            spellcheck="false"
-            autocomplete="off"
-          />
-          <button type="button" class="secondary" data-copy="secret">Copy</button>
-        </div>
-        <p class="hint" data-copied-for="secret" role="status" aria-live="polite"></p>
+        ${secretField('Signing secret', secret)}
       </div>
       <p><a href="/console/webhooks/${webhook.id}">To the webhook and its deliveries</a></p>`,
   });
