@@ -212,6 +212,24 @@ describe('events of API key writes', () => {
   });
 });
 
+describe('events of signing key writes', () => {
+  it('records an emergency revoke as signing_key.revoked by the calling key, with no key material', async () => {
+    await ctx.services.signingKeys.currentSigner();
+    const [active] = (await ctx.services.signingKeys.listSigningKeys()).filter(
+      (key) => key.state === 'active',
+    );
+    const revoked = await call(ctx, 'POST', `/signing-keys/${active!.kid}/revoke`);
+    assert.ok(revoked.statusCode < 300, revoked.body);
+    const events = (await feed('resource_type=signing_key')).filter(
+      (event) => event.type === 'signing_key.revoked',
+    );
+    assert.equal(events.length, 1);
+    assert.ok(JSON.stringify(events[0]!.resource.id).includes(active!.kid));
+    assert.equal(events[0]!.actor.type, 'api_key');
+    assert.ok(!/"d"|private|pem/i.test(JSON.stringify(events)), JSON.stringify(events));
+  });
+});
+
 describe('GET /events', () => {
   it('filters by type (with wildcards), client_id, actor_id and time, and pages with after', async () => {
     const [a, b] = [fresh(), fresh()];
