@@ -1,10 +1,14 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { EVENT_COLUMNS } from '../sql/rows.js';
+import { isRetryable } from './postgres-errors.js';
 
 /** Pending events numbered per sequencing transaction (a round runs as many as it needs). */
 const BATCH = 1000;
 /** How soon after a local commit with events a round runs; commits meanwhile share it. */
 const AFTER_COMMIT_MS = 5;
+/** How often a sequencing transaction that hit a serialization failure or deadlock is run again. */
+const ATTEMPTS = 8;
 /** How often a round runs regardless: events another instance committed and never sequenced. */
 const PERIOD_MS = 1000;
 
@@ -133,8 +137,17 @@ export class EventSequencer {
     this.#localPending = false;
     const { rows } = await this.deps.query(PENDING_SQL);
     if (rows[0]?.pending !== true) return;
-    for (;;) {
-      const moved = await this.#sequenceBatch();
+    for (let attempt = 1; ;) {
+      let moved: number;
+      try {
+        moved = await this.#sequenceBatch();
+      } catch (error) {
+        // A serialization failure or deadlock (engines that run it under SERIALIZABLE).
+        if (!isRetryable(error) || attempt === ATTEMPTS) throw error;
+        attempt += 1;
+        await sleep(Math.random() * 5 * attempt);
+        continue;
+      }
       if (moved < BATCH) return;
     }
   }
