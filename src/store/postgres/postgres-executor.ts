@@ -26,6 +26,7 @@ import {
   isRetryable,
   translatePostgresError,
 } from './postgres-errors.js';
+import { EventSequencer } from './postgres-event-sequencer.js';
 import { postgresMigrations } from './postgres-migrations.js';
 
 const postgresFlavor: SqlFlavor = {
@@ -89,12 +90,19 @@ export class PostgresExecutor implements SqlExecutor {
   #closing: Promise<void> | undefined;
 
   readonly #recordEvents: boolean;
+  readonly #sequencer: EventSequencer;
 
   constructor(options: PostgresExecutorOptions) {
     this.#recordEvents = options.recordEvents !== false;
     this.#connection = { ...options.connection, types };
     this.#migrations = options.migrations ?? postgresMigrations;
     this.#pool = new pg.Pool(this.#connection);
+    this.#sequencer = new EventSequencer({
+      connect: () => this.#pool.connect(),
+      query: (text) => this.#pool.query(text),
+      track: (operation) => this.#track(operation),
+      isConnectionFailure,
+    });
     // An idle client whose connection dies emits here; without a listener the process would
     // crash. The pool has already dropped the client; the next query opens a new one.
     this.#pool.on('error', (error) => options.onIdleError?.(error));
@@ -116,27 +124,39 @@ export class PostgresExecutor implements SqlExecutor {
     return this.#track(async () => {
       const [only] = statements;
       const events = this.#recordEvents ? (options.events ?? []) : [];
-      if (
-        statements.length === 1 &&
-        only !== undefined &&
-        options.serializable !== true &&
-        events.length === 0
-      ) {
-        const changes = (await this.#prepared(this.#pool, only)).rowCount ?? 0;
-        if (changes === 0 && options.everyStatementChanges === true) {
-          throw new ConditionFailedError('a conditional statement changed no row');
+      if (statements.length === 1 && only !== undefined && options.serializable !== true) {
+        // A lone statement is its own transaction; its events ride in it (one round trip).
+        const combined = events.length === 0 ? only : withPendingEvents(only, events);
+        if (combined !== undefined) {
+          const result = await this.#prepared(this.#pool, combined);
+          const changes =
+            combined === only ? (result.rowCount ?? 0) : Number(result.rows[0]?.changed ?? 0);
+          if (changes > 0 && events.length > 0) this.#sequencer.committed();
+          if (changes === 0 && options.everyStatementChanges === true) {
+            throw new ConditionFailedError('a conditional statement changed no row');
+          }
+          return [changes];
         }
-        return [changes];
       }
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.#transaction(statements, options);
+          const changes = await this.#transaction(statements, options);
+          if (events.length > 0) this.#sequencer.committed();
+          return changes;
         } catch (error) {
           if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) throw error;
           await sleep(Math.random() * 5 * attempt);
         }
       }
     });
+  }
+
+  /**
+   * Gives every event committed so far its id (see EventSequencer); the event readers call it
+   * before reading, so an acknowledged write's events are in the feed read after it.
+   */
+  sequenceEvents(): Promise<void> {
+    return this.#sequencer.settle();
   }
 
   ping(): Promise<void> {
@@ -206,6 +226,8 @@ export class PostgresExecutor implements SqlExecutor {
       ...(migrationTableSchema === undefined ? {} : { migrationTableSchema }),
     });
     await client.query('commit');
+    // Events pending from instances that stopped (or were killed) are sequenced from now on.
+    if (this.#migrations === postgresMigrations) this.#sequencer.startPeriodic();
   }
 
   poolStats(): PoolStats {
@@ -219,6 +241,7 @@ export class PostgresExecutor implements SqlExecutor {
   /** Lets every started operation finish (including a read that follows a write), then ends the pool. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      await this.#sequencer.stop();
       // An operation's continuation may start the next one (a read after a write) in a later
       // microtask; a macrotask turn with nothing in flight means nothing more is coming.
       do {
@@ -247,7 +270,7 @@ export class PostgresExecutor implements SqlExecutor {
       }
       const events = this.#recordEvents ? (options.events ?? []) : [];
       if (events.length > 0 && changes.every((changed) => changed > 0)) {
-        await this.#prepared(client, insertEvents(events));
+        await this.#prepared(client, insertPendingEvents(events));
       }
       await client.query('commit');
       client.release();
@@ -328,30 +351,59 @@ const EVENT_COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
 };
 
 /**
- * The events of a transaction, numbered in commit order. Its last statement takes the row lock
- * of event_sequence and adds n to `last`; the lock is held until COMMIT. Transactions that
- * write events therefore take their ids one after another, and each commits before the next
- * one gets its ids: an id is never handed out while a smaller one is still uncommitted, so a
- * reader paging by id never skips an event that commits late. The lock is held only for the
- * insert and the commit (docs/architecture.md).
+ * `INSERT INTO events_pending … SELECT … FROM (VALUES …)` of a write's events, its parameters
+ * numbered from `first`; `where` (SQL) filters the rows. The pending keys follow the events'
+ * order (ORDER BY n), which the sequencer keeps. No lock beyond the new rows': transactions
+ * that record events commit together, sharing WAL flushes; ids come after the commit
+ * (EventSequencer).
  */
-function insertEvents(events: readonly EventRow[]): CompiledQuery {
-  const parameters: unknown[] = [events.length];
+function pendingEventsInsert(events: readonly EventRow[], first: number, where: string) {
+  const parameters: unknown[] = [];
   const rows = events.map((event, index) => {
-    const slots = [`${index + 1}::bigint`];
+    const slots = [`${index + 1}`];
     for (const column of EVENT_COLUMNS) {
       parameters.push(event[column]);
-      slots.push(`$${parameters.length}::${EVENT_COLUMN_TYPES[column]}`);
+      slots.push(`$${first + parameters.length - 1}::${EVENT_COLUMN_TYPES[column]}`);
     }
     return `(${slots.join(', ')})`;
   });
   const columns = EVENT_COLUMNS.join(', ');
-  const sqlText =
-    'with numbered as (update event_sequence set last = last + $1::bigint where id = 1 returning last) ' +
-    `insert into events (seq, ${columns}) ` +
-    `select numbered.last - $1::bigint + v.n, ${EVENT_COLUMNS.map((column) => `v.${column}`).join(', ')} ` +
-    `from numbered cross join (values ${rows.join(', ')}) as v (n, ${columns})`;
-  return CompiledQuery.raw(sqlText, parameters);
+  const text =
+    `insert into events_pending (${columns}) ` +
+    `select ${EVENT_COLUMNS.map((column) => `v.${column}`).join(', ')} ` +
+    `from (values ${rows.join(', ')}) as v (n, ${columns}) ${where}order by v.n`;
+  return { text, parameters };
+}
+
+/** The events of a transaction, as its last statement. */
+function insertPendingEvents(events: readonly EventRow[]): CompiledQuery {
+  const { text, parameters } = pendingEventsInsert(events, 1, '');
+  return CompiledQuery.raw(text, parameters);
+}
+
+/**
+ * One statement doing a lone write and inserting its events when it changed a row:
+ * `WITH w AS (<write> RETURNING 1), e AS (INSERT INTO events_pending … WHERE EXISTS (SELECT
+ * FROM w)) SELECT count(*) AS changed FROM w`. Undefined when the write cannot be nested so
+ * (it is not a plain INSERT, UPDATE or DELETE, or returns rows of its own).
+ */
+function withPendingEvents(
+  write: CompiledQuery,
+  events: readonly EventRow[],
+): CompiledQuery | undefined {
+  if (!/^(insert|update|delete) /i.test(write.sql) || /\breturning\b/i.test(write.sql)) {
+    return undefined;
+  }
+  const pending = pendingEventsInsert(
+    events,
+    write.parameters.length + 1,
+    'where exists (select 1 from w) ',
+  );
+  return CompiledQuery.raw(
+    `with w as (${write.sql} returning 1), e as (${pending.text}) ` +
+      'select count(*)::integer as changed from w',
+    [...write.parameters, ...pending.parameters],
+  );
 }
 
 const LOCK_TABLE_RACES = new Set(['23505', '42P07', '42710', '40P01']);

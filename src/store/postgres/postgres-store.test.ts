@@ -56,6 +56,7 @@ describe('PostgreSQL store', { skip }, () => {
           'console_sessions',
           'event_sequence',
           'events',
+          'events_pending',
           'kysely_migration',
           'kysely_migration_lock',
           'scim_groups',
@@ -244,6 +245,161 @@ describe('PostgreSQL store', { skip }, () => {
         assert.ok(found.every((record) => record?.clientId === 'before'));
       } finally {
         await client.end();
+        await store.close();
+      }
+    });
+  });
+
+  describe('event ids handed out after commit (the sequencer)', () => {
+    const EVERYTHING = {
+      types: null,
+      clientId: null,
+      actorId: null,
+      resourceType: null,
+      since: null,
+      until: null,
+      visibleClientIds: null,
+    };
+    const eventOf = (type: string, clientId: string) => ({
+      type,
+      occurredAt: 1_700_000_000_000,
+      actor: { type: 'api_key' as const, id: 'key-1' },
+      clientId,
+      resource: { type: 'application' as const, id: { client_id: clientId } },
+      changes: null,
+      requestId: null,
+    });
+    /** A writer's pending event, inserted by hand on `client` (in its transaction, if open). */
+    const insertPending = (client: pg.Client, schema: string, type: string, clientId: string) =>
+      client.query(
+        `insert into ${schema}.events_pending
+           (type, occurred_at, actor_type, actor_id, client_id, resource_type, resource_id)
+         values ($1, 1700000000000, 'api_key', 'key-1', $2, 'application', $3)`,
+        [type, clientId, JSON.stringify({ client_id: clientId })],
+      );
+    const count = async (client: pg.Client, table: string) =>
+      Number((await client.query(`select count(*) as n from ${table}`)).rows[0].n);
+
+    let client: pg.Client;
+    before(async () => {
+      client = new pg.Client(POSTGRES_URL);
+      await client.connect();
+    });
+    after(() => client.end());
+
+    it('gives an event that commits late a larger id than every event already read', async () => {
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      const late = new pg.Client(POSTGRES_URL);
+      await late.connect();
+      try {
+        // A writer that has inserted its event but not committed yet…
+        await late.query('begin');
+        await insertPending(late, store.schema, 'application.created', 'late');
+        // …while another write commits, is acknowledged and is read.
+        await store.applications.insertApplication(applicationRecord('early'), [
+          eventOf('application.created', 'early'),
+        ]);
+        const read = await store.events.listEvents(EVERYTHING, { after: null, limit: 100 });
+        assert.deepEqual(
+          read.map((event) => event.clientId),
+          ['early'],
+        );
+        const position = read[0]!.id;
+        await late.query('commit');
+        // A reader going on from where it was finds the late event after it.
+        const next = await store.events.listEvents(EVERYTHING, { after: position, limit: 100 });
+        assert.deepEqual(
+          next.map((event) => event.clientId),
+          ['late'],
+        );
+        assert.ok(next[0]!.id > position, `${next[0]!.id} sorts after ${position}`);
+      } finally {
+        await late.end();
+        await store.close();
+      }
+    });
+
+    it('sequences the pending events of an instance that was killed, without a reader', async () => {
+      const schema = await createTestSchema();
+      const first = await openTestPostgresStore({ schema });
+      await first.migrate();
+      await first.close();
+      // What a killed instance leaves: events committed with their writes, never numbered.
+      for (const name of ['killed-1', 'killed-2', 'killed-3']) {
+        await insertPending(client, schema, 'application.created', name);
+      }
+      const other = await openTestPostgresStore({ schema });
+      try {
+        await other.migrate();
+        // Nobody reads: the other instance's periodic round numbers them (in their order).
+        const deadline = Date.now() + 10_000;
+        while ((await count(client, `${schema}.events`)) < 3 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const { rows } = await client.query<{ client_id: string; seq: number }>(
+          `select client_id, seq from ${schema}.events order by seq`,
+        );
+        assert.deepEqual(
+          rows.map((row) => row.client_id),
+          ['killed-1', 'killed-2', 'killed-3'],
+        );
+        assert.equal(await count(client, `${schema}.events_pending`), 0);
+      } finally {
+        await other.close();
+        await dropSchema(schema);
+      }
+    });
+
+    it('leaves nothing pending for a write that failed or changed nothing', async () => {
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      try {
+        const app = applicationRecord('billing');
+        await store.applications.insertApplication(app, [
+          eventOf('application.created', 'billing'),
+        ]);
+        const before = await store.events.lastEventId();
+        assert.equal(await count(client, `${store.schema}.events_pending`), 0);
+        // A duplicate insert and a stale conditional update (each one statement with its
+        // events), and a transaction of two statements whose second fails.
+        await assert.rejects(
+          store.applications.insertApplication(app, [eventOf('application.created', 'billing')]),
+          DuplicateError,
+        );
+        assert.equal(
+          await store.applications.replaceApplication({ ...app, displayName: 'x' }, 'stale', [
+            eventOf('application.updated', 'billing'),
+          ]),
+          false,
+        );
+        await store.users.insertUser(userRecord('billing', 'google', 'ada'), []);
+        const user = (await store.users.findUser({
+          clientId: 'billing',
+          provider: 'google',
+          identifier: 'ada',
+        }))!;
+        const thousand = Array.from({ length: 1000 }, (_, n) =>
+          userRecord('billing', 'google', `new-${n}`),
+        );
+        await assert.rejects(
+          store.users.insertUsers(
+            [...thousand, user],
+            [...thousand, user].map(() => eventOf('user.created', 'billing')),
+          ),
+          DuplicateError,
+        );
+        assert.equal(
+          await store.users.findUser({
+            clientId: 'billing',
+            provider: 'google',
+            identifier: 'new-0',
+          }),
+          undefined,
+        );
+        assert.equal(await count(client, `${store.schema}.events_pending`), 0);
+        assert.equal(await store.events.lastEventId(), before);
+      } finally {
         await store.close();
       }
     });

@@ -22,8 +22,9 @@ export interface DialectTypes {
   randomUuid: Expression<string>;
   /**
    * How event ids are handed out in commit order: SQLite's AUTOINCREMENT (one writer at a
-   * time, ids never reused), or PostgreSQL's one-row event_sequence, locked by each writing
-   * transaction just before it commits (see docs/architecture.md).
+   * time, ids never reused), or PostgreSQL's one-row event_sequence, whose last id a sequencer
+   * moves on as it numbers the events writers committed to events_pending (see
+   * docs/architecture.md).
    */
   eventIds: 'autoincrement' | 'sequence-row';
 }
@@ -33,7 +34,7 @@ export interface DialectTypes {
  * edited: add a new one.
  *
  * Portability (CockroachDB, YugabyteDB): plain tables, B-tree indexes, no extensions, no
- * triggers, no sequences. JSON values are `text`, never `jsonb`: a stored object comes back
+ * triggers; one identity column (events_pending's key, which only orders pending events). JSON values are `text`, never `jsonb`: a stored object comes back
  * byte for byte as written (jsonb reorders members and refuses \u0000).
  */
 export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
@@ -312,6 +313,29 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
             .addColumn('csrf_token', 'text', (c) => c.notNull())
             .addColumn('created_at', time, (c) => c.notNull())
             .addColumn('last_seen_at', time, (c) => c.notNull()),
+        ).execute();
+      },
+    },
+    '0009_event_sequencer': {
+      async up(db: Kysely<unknown>) {
+        // PostgreSQL: writers insert their events here, in their own transaction, without
+        // numbering them; a sequencer moves committed ones into events with ids in commit
+        // order (docs/architecture.md). The key keeps the order of a write's events and of
+        // writes to one row. SQLite numbers events as it commits them: nothing to add.
+        if (types.eventIds !== 'sequence-row') return;
+        await finish(
+          db.schema
+            .createTable('events_pending')
+            .addColumn('id', 'bigint', (c) => c.primaryKey().notNull().generatedAlwaysAsIdentity())
+            .addColumn('type', 'text', (c) => c.notNull())
+            .addColumn('occurred_at', time, (c) => c.notNull())
+            .addColumn('actor_type', 'text', (c) => c.notNull())
+            .addColumn('actor_id', key)
+            .addColumn('client_id', key)
+            .addColumn('resource_type', 'text', (c) => c.notNull())
+            .addColumn('resource_id', 'text', (c) => c.notNull())
+            .addColumn('changes', 'text')
+            .addColumn('request_id', 'text'),
         ).execute();
       },
     },

@@ -7,6 +7,7 @@ export class SqlEventRepository implements EventRepository {
 
   async listEvents(filter: EventFilter, page: PageQuery<string>): Promise<EventRecord[]> {
     if (filter.visibleClientIds?.length === 0 || filter.types?.length === 0) return [];
+    await this.sql.sequenceEvents?.();
     let query = this.sql.db.selectFrom('events').selectAll();
     if (page.after !== null) query = query.where('seq', '>', parseEventId(page.after) ?? 0);
     if (filter.visibleClientIds !== null) {
@@ -38,6 +39,7 @@ export class SqlEventRepository implements EventRepository {
   }
 
   async lastEventId(): Promise<string | null> {
+    await this.sql.sequenceEvents?.();
     const [row] = await this.sql.select(
       this.sql.db
         .selectFrom('events')

@@ -20,8 +20,8 @@ export interface WriteOptions {
    */
   everyStatementChanges?: boolean;
   /**
-   * Events recording this write, inserted last in the same transaction with ids in commit
-   * order, and only when every statement changed at least one row (a conditional write whose
+   * Events recording this write, inserted last in the same transaction (ids in commit order,
+   * see sequenceEvents), and only when every statement changed at least one row (a conditional write whose
    * version moved on changed nothing, so it records nothing).
    */
   events?: readonly EventRow[];
@@ -40,6 +40,12 @@ export interface SqlExecutor {
    * (DuplicateError, MissingParentError, StoreUnavailableError) and then nothing changed.
    */
   write(statements: readonly CompiledQuery[], options?: WriteOptions): Promise<number[]>;
+  /**
+   * Gives every event committed so far its id, where ids are handed out after the commit
+   * (PostgreSQL's sequencer); absent where a commit numbers its events itself (SQLite). The
+   * event readers call it first, so a write's events are readable once it is acknowledged.
+   */
+  sequenceEvents?(): Promise<void>;
   /** Resolves when the database answers; StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Applies pending migrations, serialised against other processes doing the same. */

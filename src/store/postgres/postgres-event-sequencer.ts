@@ -1,0 +1,176 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
+import { EVENT_COLUMNS } from '../sql/rows.js';
+import { isRetryable } from './postgres-errors.js';
+
+/** Pending events numbered per sequencing transaction (a round runs as many as it needs). */
+const BATCH = 1000;
+/** How soon after a local commit with events a round runs; commits meanwhile share it. */
+const AFTER_COMMIT_MS = 5;
+/** How often a sequencing transaction that hit a serialization failure or deadlock is run again. */
+const ATTEMPTS = 8;
+/** How often a round runs regardless: events another instance committed and never sequenced. */
+const PERIOD_MS = 1000;
+
+const columns = EVENT_COLUMNS.join(', ');
+
+/**
+ * One sequencing transaction, sent as one simple query (one round trip). Each statement of it
+ * takes a fresh snapshot under READ COMMITTED:
+ * 1. the row lock of event_sequence, so sequencers of every instance run one at a time, and each
+ *    starts only once the previous one has committed;
+ * 2. pending rows committed so far, oldest first, moved into events with the ids that follow
+ *    `last`, and `last` moved on. The moved count comes back.
+ */
+const SEQUENCE_SQL = [
+  'begin',
+  'select last from event_sequence where id = 1 for update',
+  'with moved as (' +
+    'delete from events_pending where id in ' +
+    `(select id from events_pending order by id limit ${BATCH}) ` +
+    `returning id, ${columns}), ` +
+    'base as (select last from event_sequence where id = 1), ' +
+    `inserted as (insert into events (seq, ${columns}) ` +
+    `select base.last + row_number() over (order by moved.id), ${EVENT_COLUMNS.map((column) => `moved.${column}`).join(', ')} ` +
+    'from moved cross join base returning seq) ' +
+    'update event_sequence set last = last + (select count(*) from inserted) ' +
+    'where id = 1 and exists (select 1 from inserted) ' +
+    'returning (select count(*) from inserted)::integer as moved',
+  'commit',
+].join('; ');
+
+const PENDING_SQL = 'select exists (select 1 from events_pending) as pending';
+
+export interface SequencerDeps {
+  /** A client of the store's pool, for one round. */
+  connect(): Promise<pg.PoolClient>;
+  /** Runs a query on the pool. */
+  query(text: string): Promise<pg.QueryResult<pg.QueryResultRow>>;
+  /** Runs a store operation (counted for close, errors translated). */
+  track<T>(operation: () => Promise<T>): Promise<T>;
+  /** Tells the executor to discard a client whose connection failed. */
+  isConnectionFailure(error: unknown): boolean;
+}
+
+/**
+ * Numbers committed events on PostgreSQL after their transactions commit (docs/architecture.md).
+ * Writers insert their events into events_pending in their own transaction, taking no lock but
+ * the new row's; a round moves the pending rows committed so far into events, numbered after
+ * the last id handed out. Rounds of all instances take the event_sequence row lock first and
+ * commit before the next one reads `last`, so ids become visible in increasing order: an event
+ * whose transaction commits late is sequenced by a later round, with a larger id than any a
+ * reader has already seen.
+ *
+ * settle() makes every event committed before it was called readable: readers call it first.
+ * Concurrent callers share rounds: one round runs at a time per process, and callers arriving
+ * while one runs share the next one (the running one may have looked before their writes).
+ */
+export class EventSequencer {
+  #running: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
+  #soon: NodeJS.Timeout | undefined;
+  #periodic: NodeJS.Timeout | undefined;
+  #stopped = false;
+  /** Events committed here since the last round started: close() sequences them. */
+  #localPending = false;
+
+  constructor(private readonly deps: SequencerDeps) {}
+
+  /** Resolves once every event committed before the call has its id. */
+  settle(): Promise<void> {
+    if (this.#running === undefined) return this.#start();
+    this.#queued ??= this.#running
+      .catch(() => undefined)
+      .then(() => {
+        this.#queued = undefined;
+        return this.#running ?? this.#start();
+      });
+    return this.#queued;
+  }
+
+  /** A local transaction committed events: a round runs shortly, shared by commits meanwhile. */
+  committed(): void {
+    this.#localPending = true;
+    if (this.#stopped || this.#soon !== undefined) return;
+    this.#soon = setTimeout(() => {
+      this.#soon = undefined;
+      this.#background();
+    }, AFTER_COMMIT_MS);
+    this.#soon.unref();
+  }
+
+  /** Starts the periodic round (once the tables exist). */
+  startPeriodic(): void {
+    if (this.#stopped || this.#periodic !== undefined) return;
+    this.#periodic = setInterval(() => this.#background(), PERIOD_MS);
+    this.#periodic.unref();
+  }
+
+  /**
+   * Stops the background rounds; sequences what this process committed (best effort: another
+   * instance, or this one restarted, sequences whatever is left).
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#soon);
+    clearInterval(this.#periodic);
+    if (this.#localPending) await this.settle().catch(() => undefined);
+    else await this.#running?.catch(() => undefined);
+  }
+
+  #background(): void {
+    if (this.#stopped) return;
+    // Failures are left to the next round; readers meet them in their own settle().
+    this.settle().catch(() => undefined);
+  }
+
+  #start(): Promise<void> {
+    const round = this.deps.track(() => this.#round());
+    const running = round.finally(() => {
+      if (this.#running === running) this.#running = undefined;
+    });
+    this.#running = running;
+    return running;
+  }
+
+  async #round(): Promise<void> {
+    this.#localPending = false;
+    const { rows } = await this.deps.query(PENDING_SQL);
+    if (rows[0]?.pending !== true) return;
+    for (let attempt = 1; ;) {
+      let moved: number;
+      try {
+        moved = await this.#sequenceBatch();
+      } catch (error) {
+        // A serialization failure or deadlock (engines that run it under SERIALIZABLE).
+        if (!isRetryable(error) || attempt === ATTEMPTS) throw error;
+        attempt += 1;
+        await sleep(Math.random() * 5 * attempt);
+        continue;
+      }
+      if (moved < BATCH) return;
+    }
+  }
+
+  async #sequenceBatch(): Promise<number> {
+    const client = await this.deps.connect();
+    try {
+      const results = (await client.query(SEQUENCE_SQL)) as unknown as pg.QueryResult[];
+      client.release();
+      const moved = results[2]?.rows[0]?.moved as number | undefined;
+      return moved ?? 0;
+    } catch (error) {
+      if (this.deps.isConnectionFailure(error)) {
+        client.release(error as Error);
+      } else {
+        try {
+          await client.query('rollback');
+          client.release();
+        } catch (rollbackError) {
+          client.release(rollbackError as Error);
+        }
+      }
+      throw error;
+    }
+  }
+}
