@@ -5,8 +5,12 @@ import { isRetryable } from './postgres-errors.js';
 
 /** Pending events numbered per sequencing transaction (a round runs as many as it needs). */
 const BATCH = 1000;
-/** How soon after a local commit with events a round runs; commits meanwhile share it. */
-const AFTER_COMMIT_MS = 5;
+/**
+ * How soon after a local commit with events a round runs; commits meanwhile share it. Readers
+ * run their own round first (settle), so this only keeps events_pending short: each round is a
+ * transaction with its own WAL flush, which writers would otherwise share at a few hundred a second.
+ */
+const AFTER_COMMIT_MS = 50;
 /** How often a sequencing transaction that hit a serialization failure or deadlock is run again. */
 const ATTEMPTS = 8;
 /** How often a round runs regardless: events another instance committed and never sequenced. */
