@@ -58,7 +58,7 @@ const STEPS = [
   'route handler and service',
   'problem documents (errors)',
   'store: SQLite (better-sqlite3, statements)',
-  'store: PostgreSQL client (pg, protocol)',
+  'store: PostgreSQL client (pg: protocol, its socket I/O)',
   'store: queries and transactions (Tessera, Kysely)',
   'row → record → resource',
   'serialization (JSON.stringify, fast-json-stringify)',
@@ -69,6 +69,8 @@ const STEPS = [
   'other (Node internals, promises, timers)',
 ] as const;
 type Step = (typeof STEPS)[number];
+const HTTP: Step = 'Node HTTP: parse, socket reads and writes';
+const PG: Step = 'store: PostgreSQL client (pg: protocol, its socket I/O)';
 
 /** [step, test on one frame]; tried in order on each frame, leaf first. */
 const RULES: [Step, (frame: CallFrame) => boolean][] = [
@@ -128,7 +130,7 @@ const RULES: [Step, (frame: CallFrame) => boolean][] = [
     (f) => /\/store\/sqlite\/|\/better-sqlite3\//.test(f.url),
   ],
   [
-    'store: PostgreSQL client (pg, protocol)',
+    'store: PostgreSQL client (pg: protocol, its socket I/O)',
     (f) =>
       /\/store\/postgres\/|\/pg\/|\/pg-protocol\/|\/pg-pool\/|\/pg-types\/|\/postgres-/.test(f.url),
   ],
@@ -163,10 +165,17 @@ const RULES: [Step, (frame: CallFrame) => boolean][] = [
   ],
 ];
 
+const PG_FRAME = /\/pg\/|\/pg-protocol\/|\/pg-pool\//;
+
 function stepOf(stack: CallFrame[]): Step | 'idle' {
   if (stack[0]?.functionName === '(idle)') return 'idle';
   for (const frame of stack) {
-    for (const [step, test] of RULES) if (test(frame)) return step;
+    for (const [step, test] of RULES) {
+      if (!test(frame)) continue;
+      // Socket reads and writes that pg's connection makes are the PostgreSQL client's.
+      if (step === HTTP && stack.some((f) => PG_FRAME.test(f.url))) return PG;
+      return step;
+    }
   }
   return 'other (Node internals, promises, timers)';
 }
