@@ -16,16 +16,6 @@ const ATTEMPTS = 8;
 /** How often a round runs regardless: events another instance committed and never sequenced. */
 const PERIOD_MS = 1000;
 
-/**
- * Rows moved by this process after which it vacuums events_pending. Every row a round moves
- * leaves a dead one behind, and the rounds look through the table (the EXISTS look, the rows'
- * transactions): between autovacuum's visits (a minute apart by default) that would be the dead
- * rows of thousands of rounds. Vacuumed every few thousand, the table stays a few hundred pages.
- */
-const VACUUM_AFTER_ROWS = 5000;
-/** Not waiting for another vacuum of it, and leaving the table's size alone (no lock taken). */
-const VACUUM_SQL = 'vacuum (skip_locked, truncate false) events_pending';
-
 const columns = EVENT_COLUMNS.join(', ');
 
 /**
@@ -94,8 +84,6 @@ export class EventSequencer {
   #stopped = false;
   /** Events committed here since the last round started: close() sequences them. */
   #localPending = false;
-  #movedSinceVacuum = 0;
-  #vacuuming = false;
 
   constructor(private readonly deps: SequencerDeps) {}
 
@@ -171,23 +159,8 @@ export class EventSequencer {
         await sleep(Math.random() * 5 * attempt);
         continue;
       }
-      this.#movedSinceVacuum += moved;
-      if (this.#movedSinceVacuum >= VACUUM_AFTER_ROWS) this.#vacuum();
       if (moved < BATCH) return;
     }
-  }
-
-  /** Vacuums events_pending in the background (a failure, e.g. not its owner, is left be). */
-  #vacuum(): void {
-    if (this.#vacuuming || this.#stopped) return;
-    this.#vacuuming = true;
-    this.#movedSinceVacuum = 0;
-    this.deps
-      .track(() => this.deps.query(VACUUM_SQL))
-      .catch(() => undefined)
-      .finally(() => {
-        this.#vacuuming = false;
-      });
   }
 
   async #sequenceBatch(): Promise<number> {
