@@ -198,7 +198,6 @@ function tallyRuns(runs: Run[]): Map<string, Tally> {
     const parentOf = new Map<number, number>();
     for (const node of profile.nodes)
       for (const child of node.children ?? []) parentOf.set(child, node.id);
-    const stepOfNode = new Map<number, Step | 'idle'>();
     const tally = tallies.get(run.scenario) ?? {
       answered: 0,
       mainThreadCpuUs: 0,
@@ -211,14 +210,19 @@ function tallyRuns(runs: Run[]): Map<string, Tally> {
     tally.answered += run.answered;
     tally.mainThreadCpuUs += run.mainThreadCpuUs;
     tally.processCpuUs += run.processCpuUs;
-    for (const sample of profile.samples) {
-      let step = stepOfNode.get(sample);
+    const stackOf = (leaf: number): CallFrame[] => {
       const stack: CallFrame[] = [];
-      for (let id: number | undefined = sample; id !== undefined; id = parentOf.get(id)) {
+      for (let id: number | undefined = leaf; id !== undefined; id = parentOf.get(id)) {
         stack.push(byId.get(id)!.callFrame);
       }
+      return stack;
+    };
+    // Samples of one node share a stack, so each node is classified once.
+    const stepOfNode = new Map<number, Step | 'idle'>();
+    for (const sample of profile.samples) {
+      let step = stepOfNode.get(sample);
       if (step === undefined) {
-        step = stepOf(stack);
+        step = stepOf(stackOf(sample));
         stepOfNode.set(sample, step);
       }
       if (step === 'idle') continue;
@@ -226,7 +230,7 @@ function tallyRuns(runs: Run[]): Map<string, Tally> {
       tally.rawUs += run.intervalUs;
       tally.bySteps.set(step, (tally.bySteps.get(step) ?? 0) + 1);
       if (step === 'other (Node internals, promises, timers)') {
-        const key = stack
+        const key = stackOf(sample)
           .slice(0, 4)
           .map((f) => `${f.functionName || '(anonymous)'}@${f.url.replace(/.*\//, '')}`)
           .join(' < ');
