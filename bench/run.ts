@@ -354,10 +354,11 @@ function ratioTarget(scenario: string, minimum: number): Target {
 // --- processes --------------------------------------------------------------------------
 
 /** CPU time a process used so far (user + system), in µs (Linux /proc, 100 ticks/s); NaN elsewhere. */
-function cpuTimeOf(pid: number): number {
+function cpuTimeOf(pid: number, thread?: number): number {
   try {
     // Fields after the parenthesised command name: state is the 3rd, utime the 14th, stime the 15th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10_000;
   } catch {
     return NaN;
@@ -480,8 +481,87 @@ async function captureExpected(
 const PERF_DIR = process.env.BENCH_PERF;
 const perfRuns: { scenario: string; file: string; answered: number }[] = [];
 
-/** drive() of Tessera itself, recorded by perf when BENCH_PERF is set. */
+/**
+ * With BENCH_CPU_PROF=<dir>: Tessera runs with the inspector on a loopback port, and each of its
+ * measured runs (not the warm-up, not the reference's runs) is recorded by V8's sampling
+ * profiler through it, one .cpuprofile per run, listed in cpuprof-<store>.json with the
+ * requests answered and the CPU time of the main thread and of the whole process during the
+ * run, for bench/profile-steps.ts.
+ */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
+/** The sampling interval of BENCH_CPU_PROF, in µs. */
+const CPU_PROF_INTERVAL_US = Number(process.env.BENCH_CPU_PROF_INTERVAL ?? 250);
+const cpuProfRuns: {
+  scenario: string;
+  file: string;
+  answered: number;
+  intervalUs: number;
+  mainThreadCpuUs: number;
+  processCpuUs: number;
+}[] = [];
+
+/** A Chrome DevTools Protocol session with Tessera's inspector (Node's global WebSocket). */
+interface Inspector {
+  send: (method: string, params?: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  close: () => void;
+}
+let inspector: Inspector | undefined;
+
+async function connectInspector(output: () => string): Promise<Inspector> {
+  const deadline = Date.now() + 10_000;
+  let url: string | undefined;
+  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(output())?.[1]) === undefined) {
+    if (Date.now() > deadline) throw new Error('the inspector did not say where it listens');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const socket = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true });
+    socket.addEventListener('error', reject, { once: true });
+  });
+  let nextId = 0;
+  const pending = new Map<number, (result: Record<string, unknown>) => void>();
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as {
+      id?: number;
+      result?: Record<string, unknown>;
+    };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result ?? {});
+  });
+  return {
+    send: (method, params = {}) =>
+      new Promise((resolve) => {
+        const id = ++nextId;
+        pending.set(id, resolve);
+        socket.send(JSON.stringify({ id, method, params }));
+      }),
+    close: () => socket.close(),
+  };
+}
+
+/** drive() of Tessera itself, recorded by perf or V8's profiler when asked (BENCH_PERF, BENCH_CPU_PROF). */
 async function driveTessera(served: Served, seconds: number, scenario: string, measured = true) {
+  if (inspector !== undefined && measured && CPU_PROF_DIR !== undefined) {
+    await inspector.send('Profiler.setSamplingInterval', { interval: CPU_PROF_INTERVAL_US });
+    await inspector.send('Profiler.start');
+    const mainBefore = cpuTimeOf(served.pid, served.pid);
+    const processBefore = cpuTimeOf(served.pid);
+    const figures = await drive(served, seconds);
+    const mainThreadCpuUs = cpuTimeOf(served.pid, served.pid) - mainBefore;
+    const processCpuUs = cpuTimeOf(served.pid) - processBefore;
+    const { profile } = await inspector.send('Profiler.stop');
+    const file = join(CPU_PROF_DIR, `${scenario}-${cpuProfRuns.length}-${Date.now()}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    cpuProfRuns.push({
+      scenario,
+      file,
+      answered: Math.round(figures.rps * seconds),
+      intervalUs: CPU_PROF_INTERVAL_US,
+      mainThreadCpuUs,
+      processCpuUs,
+    });
+    return figures;
+  }
   const file = join(PERF_DIR ?? '', `${scenario}-${perfRuns.length}-${Date.now()}.data`);
   const recorder =
     PERF_DIR !== undefined && measured
@@ -655,10 +735,9 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   let tessera: ServerProcess | undefined;
   let bare: BareServer | undefined;
   try {
-    // BENCH_CPU_PROF=<dir>: Tessera writes a V8 CPU profile there when it stops.
-    const profile = process.env.BENCH_CPU_PROF;
     const nodeArgs = [
-      ...(profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profile}`]),
+      // BENCH_CPU_PROF: V8's profiler, started and stopped around each measured run.
+      ...(CPU_PROF_DIR === undefined ? [] : ['--inspect=127.0.0.1:0']),
       // perf names JavaScript functions from /tmp/perf-<pid>.map.
       ...(PERF_DIR === undefined ? [] : ['--perf-basic-prof']),
     ];
@@ -679,6 +758,11 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
         IAM_AUTH_FAILURES_PER_MINUTE: '0',
       },
     );
+    if (CPU_PROF_DIR !== undefined) {
+      mkdirSync(CPU_PROF_DIR, { recursive: true });
+      inspector = await connectInspector(tessera.output);
+      await inspector.send('Profiler.enable');
+    }
     bare = await startBareServer();
     const pid = tessera.process.pid!;
     const results = new Map<string, ScenarioResult>();
@@ -806,6 +890,14 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
     };
   } finally {
     bare?.stop();
+    inspector?.close();
+    inspector = undefined;
+    if (CPU_PROF_DIR !== undefined) {
+      writeFileSync(
+        join(CPU_PROF_DIR, `cpuprof-${kind}.json`),
+        JSON.stringify(cpuProfRuns.splice(0), null, 1),
+      );
+    }
     if (tessera !== undefined) await tessera.stop();
     if (PERF_DIR !== undefined) {
       writeFileSync(

@@ -345,6 +345,75 @@ describe('retention', () => {
   });
 });
 
+describe('retention of the webhook delivery log', () => {
+  it('prunes deliveries last attempted before IAM_EVENT_RETENTION_DAYS in the background, keeping pending ones', async () => {
+    const { webhooks } = ctx.store;
+    const id = `wh-retention-${Date.now()}`;
+    const at = ctx.clock.now();
+    await webhooks.insertWebhook(
+      {
+        id,
+        url: 'https://hooks.example/retention',
+        eventTypes: ['user.*'],
+        clientIds: null,
+        description: '',
+        enabled: true,
+        disabledReason: null,
+        secret: 'whsec_retention',
+        previousSecret: null,
+        previousSecretExpiresAt: null,
+        createdAt: at,
+        updatedAt: at,
+        etag: 'e1',
+      },
+      null,
+      [],
+    );
+    // Held by a test owner for good: the app's dispatcher leaves this webhook alone.
+    assert.ok(await webhooks.claimWebhook(id, 'test', at, Number.MAX_SAFE_INTEGER));
+    const delivery = (eventId: string, status: 'delivered' | 'failed' | 'pending') => ({
+      webhookId: id,
+      eventId,
+      eventType: 'user.created',
+      status,
+      attempts: 1,
+      firstAttemptAt: at,
+      lastAttemptAt: at,
+      nextAttemptAt: status === 'pending' ? at + 5000 : null,
+      log: [{ at, statusCode: status === 'delivered' ? 204 : 500, error: null, durationMs: 1 }],
+    });
+    await webhooks.recordDeliveries(id, 'test', 0, {
+      deliveries: [
+        delivery('00000000000000000001', 'delivered'),
+        delivery('00000000000000000002', 'failed'),
+        delivery('00000000000000000003', 'pending'),
+      ],
+      cursor: '00000000000000000002',
+    });
+    ctx.clock.advance(91 * 86_400_000);
+    const errors: unknown[] = [];
+    const stop = ctx.services.events.prunePeriodically(90, (error) => errors.push(error));
+    try {
+      const deadline = Date.now() + 10_000;
+      while ((await webhooks.countDeliveries({ webhookId: id, status: null })) > 1) {
+        assert.ok(Date.now() < deadline, 'the background pruning removed the old deliveries');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      stop();
+    }
+    assert.deepEqual(errors, []);
+    const left = await webhooks.listDeliveries(
+      { webhookId: id, status: null },
+      { after: null, limit: 10 },
+    );
+    assert.deepEqual(
+      left.map((d) => [d.eventId, d.status]),
+      [['00000000000000000003', 'pending']],
+    );
+  });
+});
+
 describe('access log (IAM_ACCESS_LOG)', () => {
   it('writes one info line per request: route pattern, status, duration, request id, key id', async () => {
     const logged = await buildTestApp({ accessLog: true, logLevel: 'info' });

@@ -259,6 +259,53 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
     assert.equal(payload.sub, 'google_oauth2|ada@example.com');
   });
 
+  it('follows a change of external_token_validation from the next exchange on', async () => {
+    await createApplication(ctx, {
+      client_id: 'notes-rotating',
+      mode: 'external',
+      external_token_validation: entryFor(provider),
+    });
+    const token = await provider.signIn('ada');
+    const first = await exchangeToken(ctx, 'notes-rotating', token);
+    assert.equal(first.statusCode, 200, first.body);
+    const change = async (externalTokenValidation: Record<string, unknown>) => {
+      const response = await call(ctx, 'PATCH', '/applications/notes-rotating', {
+        body: { external_token_validation: externalTokenValidation },
+      });
+      assert.equal(response.statusCode, 200, response.body);
+    };
+    // Another audience: the token that was just accepted is refused by the next exchange.
+    await change({ google_oauth2: { audience: ['com.example.other-app'] } });
+    const refused = oauthError(
+      await exchangeToken(ctx, 'notes-rotating', token),
+      400,
+      'invalid_grant',
+    );
+    assert.match(refused.error_description, /^audience:/);
+    // The issuer moved to another provider label: the next exchange maps the token there.
+    await change({ google_oauth2: null, apple_oidc: entryFor(provider).google_oauth2 });
+    const moved = await exchangeToken(ctx, 'notes-rotating', token);
+    assert.equal(moved.statusCode, 200, moved.body);
+    const { payload } = await jwtVerify(
+      moved.json<{ access_token: string }>().access_token,
+      createLocalJWKSet(
+        (await ctx.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json(),
+      ),
+      { currentDate: new Date(clock.now()) },
+    );
+    assert.equal(payload.sub, 'apple_oidc|ada-108234');
+    const path = '/applications/notes-rotating/users/apple_oidc/ada-108234';
+    assert.equal((await call(ctx, 'GET', path)).statusCode, 200);
+    // A broken entry (no audience) refuses the next exchange as a configuration problem.
+    await change({ apple_oidc: { audience: null } });
+    const broken = oauthError(
+      await exchangeToken(ctx, 'notes-rotating', token),
+      400,
+      'invalid_grant',
+    );
+    assert.match(broken.error_description, /^entry:.*audience/);
+  });
+
   it('accepts an ES256 ID token from the provider', async () => {
     const response = await exchangeToken(ctx, 'notes', await provider.signIn('ada', ES256_CLIENT));
     assert.equal(response.statusCode, 200, response.body);

@@ -151,6 +151,11 @@ export interface WebhookRepository {
   replayWebhook(id: string, after: string | null): Promise<boolean>;
   /** The pending delivery at the head of the webhook's queue (after its cursor), if any. */
   findPendingDelivery(id: string, after: string | null): Promise<DeliveryRecord | undefined>;
+  /**
+   * Deletes up to `limit` delivered or failed deliveries last attempted before `before` (epoch
+   * ms), oldest first; pending ones stay (they head their webhook's queue). Returns how many.
+   */
+  pruneDeliveries(before: number, limit: number): Promise<number>;
   /** Deliveries newest first (by event id), before the given event id. */
   listDeliveries(filter: DeliveryFilter, page: PageQuery<string>): Promise<DeliveryRecord[]>;
   countDeliveries(filter: DeliveryFilter): Promise<number>;

@@ -46,11 +46,16 @@ export class EventsService {
   }
 
   /**
-   * Prunes events older than `retentionDays` now and every hour, in the background (every
-   * instance may do it: deleting what another instance deleted deletes nothing). Returns stop.
+   * Prunes events older than `retentionDays`, and the webhook delivery log's entries for them,
+   * now and every hour, in the background (every instance may do it: deleting what another
+   * instance deleted deletes nothing). Returns stop.
    */
   prunePeriodically(retentionDays: number, onError: (error: unknown) => void): () => void {
-    const prune = () => void this.pruneEvents(retentionDays).catch(onError);
+    const prune = () =>
+      void (async () => {
+        await this.pruneEvents(retentionDays);
+        await this.pruneDeliveries(retentionDays);
+      })().catch(onError);
     const first = setTimeout(prune, 1000);
     const timer = setInterval(prune, PRUNE_INTERVAL_MS);
     first.unref();
@@ -67,6 +72,20 @@ export class EventsService {
     let total = 0;
     for (;;) {
       const deleted = await this.deps.store.events.pruneEvents(before, PRUNE_BATCH);
+      total += deleted;
+      if (deleted < PRUNE_BATCH || this.#stopping) return total;
+    }
+  }
+
+  /**
+   * Deletes webhook deliveries (delivered or failed) last attempted more than `retentionDays`
+   * ago: the log keeps no longer than the events it records. Pending ones stay. Returns how many.
+   */
+  async pruneDeliveries(retentionDays: number): Promise<number> {
+    const before = this.deps.clock.now() - retentionDays * 86_400_000;
+    let total = 0;
+    for (;;) {
+      const deleted = await this.deps.store.webhooks.pruneDeliveries(before, PRUNE_BATCH);
       total += deleted;
       if (deleted < PRUNE_BATCH || this.#stopping) return total;
     }

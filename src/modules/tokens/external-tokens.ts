@@ -2,6 +2,7 @@
 // the application's external_token_validation (docs/api.md, Access tokens). One pipeline of small named checks;
 // the exchange stops at the first that fails, and the dry run reports which one it was.
 
+import { LRUCache } from 'lru-cache';
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
 import { Compile } from 'typebox/compile';
 import type { Clock } from '../../clock.js';
@@ -90,8 +91,24 @@ const fail = (check: CheckName, detail: string, retryable = false): CheckFailure
   retryable,
 });
 
+/** An entry of external_token_validation that names an issuer, as read for its version. */
+interface IssuerEntry {
+  provider: string;
+  raw: Record<string, unknown>;
+  /** The entry checked by readEntry, or why it is broken. */
+  read: ValidationEntry | CheckFailure;
+}
+
 export class ExternalTokenVerifier {
   readonly #providerKeys: ProviderKeys;
+  /**
+   * Per application, its external_token_validation entries by issuer, each checked once per
+   * version of the application (its etag, new on every change): the next exchange after a
+   * change reads the changed entries, every other exchange reuses them.
+   */
+  readonly #entries = new LRUCache<string, { etag: string; byIssuer: Map<string, IssuerEntry> }>({
+    max: 1000,
+  });
 
   constructor(
     private readonly deps: {
@@ -122,12 +139,12 @@ export class ExternalTokenVerifier {
     result.header = decoded.header;
     result.claims = decoded.claims;
 
-    const matched = findEntry(application, decoded.claims);
+    const matched = findEntry(application, decoded.claims, this.#entriesOf(application));
     if ('check' in matched) return { ...result, failure: matched };
     result.provider = matched.provider;
     result.entry = matched.raw;
 
-    const entry = readEntry(matched.provider, matched.raw, this.deps.policy);
+    const entry = matched.read;
     if ('check' in entry) return { ...result, failure: entry };
 
     const algorithm = checkAlgorithm(decoded.header, entry);
@@ -139,6 +156,19 @@ export class ExternalTokenVerifier {
     const identifier = checkIdentifier(verified.claims, entry);
     if (typeof identifier !== 'string') return { ...result, failure: identifier };
     return { ...result, identifier };
+  }
+
+  /** The application's entries by issuer (the first entry naming an issuer wins), per etag. */
+  #entriesOf(application: ApplicationRecord): Map<string, IssuerEntry> {
+    const cached = this.#entries.get(application.clientId);
+    if (cached !== undefined && cached.etag === application.etag) return cached.byIssuer;
+    const byIssuer = new Map<string, IssuerEntry>();
+    for (const [provider, raw] of Object.entries(application.externalTokenValidation ?? {})) {
+      if (!isObject(raw) || typeof raw.issuer !== 'string' || byIssuer.has(raw.issuer)) continue;
+      byIssuer.set(raw.issuer, { provider, raw, read: readEntry(provider, raw, this.deps.policy) });
+    }
+    this.#entries.set(application.clientId, { etag: application.etag, byIssuer });
+    return byIssuer;
   }
 
   async #verify(
@@ -187,18 +217,17 @@ function decodeToken(
 function findEntry(
   application: ApplicationRecord,
   claims: Record<string, unknown>,
-): { provider: string; raw: Record<string, unknown> } | CheckFailure {
-  const entries = application.externalTokenValidation;
-  if (entries === null) {
+  byIssuer: Map<string, IssuerEntry>,
+): IssuerEntry | CheckFailure {
+  if (application.externalTokenValidation === null) {
     return fail(
       'issuer',
       `Application "${application.clientId}" has no external_token_validation: it accepts no outside tokens.`,
     );
   }
   if (typeof claims.iss !== 'string') return fail('issuer', 'The token has no "iss" claim.');
-  for (const [provider, raw] of Object.entries(entries)) {
-    if (isObject(raw) && raw.issuer === claims.iss) return { provider, raw };
-  }
+  const matched = byIssuer.get(claims.iss);
+  if (matched !== undefined) return matched;
   return fail(
     'issuer',
     `No entry of external_token_validation has the issuer "${quoteInput(claims.iss)}" of this token.`,

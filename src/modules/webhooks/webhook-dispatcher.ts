@@ -26,7 +26,7 @@ import type {
   Store,
   WebhookRecord,
 } from '../../store/store.js';
-import { MAX_LOGGED_ATTEMPTS } from '../../store/webhook-records.js';
+import { type DeliveryProgress, MAX_LOGGED_ATTEMPTS } from '../../store/webhook-records.js';
 import { newVersion } from '../conditional-writes.js';
 import type { AttemptOutcome, WebhookSender } from './webhook-delivery.js';
 import { SYSTEM_ORIGIN } from '../changes.js';
@@ -155,10 +155,10 @@ export class WebhookDispatcher {
   /** Claims every webhook that has work and nobody else works, and starts its worker. */
   async #claimWork(): Promise<void> {
     const { store } = this.deps;
-    const [states, lastEventId] = await Promise.all([
-      store.webhooks.listWebhookStates(),
-      store.events.lastEventId(),
-    ]);
+    const states = await store.webhooks.listWebhookStates();
+    // No enabled webhook: the feed is not read (on PostgreSQL a read sequences events first).
+    if (states.length === 0) return;
+    const lastEventId = await store.events.lastEventId();
     for (const state of states) {
       const now = this.#clock.now();
       if (!this.#running) return;
@@ -206,91 +206,102 @@ export class WebhookDispatcher {
       );
     }, this.#options.leaseMs / 3);
     renew.unref();
-    let release = true;
+    const recorder = new Recorder(store, id, this.owner, claim);
+    let next = this.#read(id, claim.cursor);
     try {
-      while (this.#running && holding) {
-        const webhook = await store.webhooks.findWebhook(id);
-        if (webhook === undefined || !webhook.enabled) return;
-        // Read first: every event up to it is visible to the query that follows (event ids
-        // are handed out in commit order), so a cursor moved up to it skips nothing.
-        const lastEventId = await store.events.lastEventId();
-        const events = await store.events.listEvents(eventFilterOf(webhook), {
-          after: claim.cursor,
-          limit: this.#options.batchSize,
-        });
+      while (this.#running && holding && !recorder.lost) {
+        const batch = await next;
+        if (batch === undefined) return;
+        const { webhook, events, lastEventId } = batch;
         if (events.length === 0) {
           // Nothing for this webhook up to lastEventId: the cursor moves there, so an idle
           // webhook is recognised as caught up without being claimed.
-          if (lastEventId !== null && lastEventId !== claim.cursor) {
-            const moved = await store.webhooks.recordDeliveries(id, this.owner, claim.generation, {
-              deliveries: [],
-              cursor: lastEventId,
-            });
-            if (!moved) release = false;
+          if (lastEventId !== null && lastEventId !== recorder.queuedCursor) {
+            await recorder.record([], lastEventId);
           }
           return;
         }
-        const outcome = await this.#deliverBatch(webhook, claim, events, () => holding);
-        if (outcome === 'stop') {
-          release = false;
-          return;
-        }
-        if (outcome === 'wait') return;
+        // The next batch is read while this one is delivered: the database's time overlaps
+        // the receiver's, and deliveries still go one at a time, in order.
+        next = this.#read(id, events.at(-1)!.id);
+        next.catch(() => undefined);
+        const outcome = await this.#deliverBatch(
+          webhook,
+          recorder,
+          events,
+          batch.pending,
+          () => holding,
+        );
+        if (outcome !== 'more') return;
       }
     } finally {
       clearInterval(renew);
+      // Every outcome is written (or its write has failed) before the lease is given up.
+      const failed = await recorder.settled();
+      if (failed !== undefined) {
+        this.deps.log.warn({ err: failed, webhookId: id }, 'webhook delivery stopped; retrying');
+      }
       // Given up when idle or waiting, so whichever instance is woken first goes on.
-      if (release && holding) await store.webhooks.releaseWebhook(id, this.owner);
+      if (!recorder.lost && holding) await store.webhooks.releaseWebhook(id, this.owner);
     }
   }
 
   /**
-   * Delivers events in order until one fails or the batch is done; records the outcomes.
+   * The webhook (undefined when gone or disabled), its events after `after`, the pending
+   * delivery at their head, and the last event id read before them.
+   */
+  async #read(id: string, after: string | null) {
+    const { store } = this.deps;
+    const webhook = await store.webhooks.findWebhook(id);
+    if (webhook === undefined || !webhook.enabled) return undefined;
+    // Read first: every event up to it is visible to the query that follows (event ids are
+    // handed out in commit order), so a cursor moved up to it skips nothing.
+    const lastEventId = await store.events.lastEventId();
+    const [events, pending] = await Promise.all([
+      store.events.listEvents(eventFilterOf(webhook), { after, limit: this.#options.batchSize }),
+      store.webhooks.findPendingDelivery(id, after),
+    ]);
+    return { webhook, lastEventId, events, pending };
+  }
+
+  /**
+   * Delivers events in order until one fails or the batch is done; records the outcomes
+   * (in the background while deliveries succeed, waiting for the write when one fails).
    * 'more': go on; 'wait': the head event waits for its next attempt; 'stop': lease lost,
    * replayed or disabled.
    */
   async #deliverBatch(
     webhook: WebhookRecord,
-    claim: Claim,
+    recorder: Recorder,
     events: readonly EventRecord[],
+    headPending: DeliveryRecord | undefined,
     holding: () => boolean,
   ): Promise<'more' | 'wait' | 'stop'> {
-    const { store } = this.deps;
-    let pending = await store.webhooks.findPendingDelivery(webhook.id, claim.cursor);
+    let pending = headPending;
     let done: DeliveryRecord[] = [];
-    let cursor = claim.cursor;
+    let cursor = recorder.queuedCursor;
     let lastFlush = this.#clock.now();
-    const flush = async (
-      extra: DeliveryRecord[] = [],
-      disable?: { reason: string },
-    ): Promise<boolean> => {
+    /** Queues the outcomes so far (and `extra`) with the cursor; resolves once written. */
+    const flush = (extra: DeliveryRecord[] = [], disable?: { reason: string }) => {
       const now = this.#clock.now();
-      const recorded = await store.webhooks.recordDeliveries(
-        webhook.id,
-        this.owner,
-        claim.generation,
-        {
-          deliveries: [...done, ...extra],
-          cursor: cursor === claim.cursor ? null : cursor,
-          ...(disable === undefined
-            ? {}
-            : { disable: this.#disabling(webhook, disable.reason, now) }),
-        },
+      const written = recorder.record(
+        [...done, ...extra],
+        cursor,
+        disable === undefined ? undefined : this.#disabling(webhook, disable.reason, now),
       );
-      if (recorded) claim.cursor = cursor;
       done = [];
       lastFlush = now;
-      return recorded;
+      return written;
     };
 
     for (const event of events) {
-      if (!this.#running || !holding()) break;
+      if (!this.#running || !holding() || recorder.lost) break;
       const now = this.#clock.now();
       const previous = pending?.eventId === event.id ? pending : undefined;
       pending = undefined;
       const due = previous?.nextAttemptAt ?? null;
       if (due !== null && due > now) {
-        if ((done.length > 0 || cursor !== claim.cursor) && !(await flush())) return 'stop';
+        if (!(await flush())) return 'stop';
         this.#waitUntil(webhook.id, due);
         return 'wait';
       }
@@ -299,9 +310,7 @@ export class WebhookDispatcher {
       if (outcome.error === null) {
         done.push(record);
         cursor = event.id;
-        if (this.#clock.now() - lastFlush >= this.#options.flushEveryMs) {
-          if (!(await flush())) return 'stop';
-        }
+        if (this.#clock.now() - lastFlush >= this.#options.flushEveryMs) void flush();
         continue;
       }
       if (outcome.statusCode === 410) {
@@ -328,8 +337,8 @@ export class WebhookDispatcher {
       this.#waitUntil(webhook.id, record.nextAttemptAt);
       return 'wait';
     }
-    if (done.length > 0 && !(await flush())) return 'stop';
-    return 'more';
+    if (done.length > 0) void flush();
+    return recorder.lost ? 'stop' : 'more';
   }
 
   /** The change of a webhook Tessera disables itself, with its webhook.updated event. */
@@ -371,6 +380,62 @@ export class WebhookDispatcher {
       }
       this.#waiters.add(finish);
     });
+  }
+}
+
+/**
+ * Writes a worker's delivery outcomes and cursor moves one after another, in the order they
+ * were queued, each conditioned on the lease and generation (recordDeliveries). The worker
+ * goes on delivering while a write runs; once one is refused (lease lost, replayed), `lost`
+ * is set and later ones are not sent. A write that fails rejects it and every later one.
+ */
+class Recorder {
+  /** The cursor of the last write queued (the claim's until then). */
+  queuedCursor: string | null;
+  lost = false;
+  #chain: Promise<boolean> = Promise.resolve(true);
+
+  constructor(
+    private readonly store: Store,
+    private readonly id: string,
+    private readonly owner: string,
+    private readonly claim: Claim,
+  ) {
+    this.queuedCursor = claim.cursor;
+  }
+
+  /** Queues a write; resolves with whether it (and every one before it) was recorded. */
+  record(
+    deliveries: DeliveryRecord[],
+    cursor: string | null,
+    disable?: DeliveryProgress['disable'],
+  ): Promise<boolean> {
+    const moved = cursor !== this.queuedCursor ? cursor : null;
+    this.queuedCursor = cursor;
+    if (deliveries.length === 0 && moved === null && disable === undefined) return this.#chain;
+    this.#chain = this.#chain.then(async (ok) => {
+      if (!ok) return false;
+      const recorded = await this.store.webhooks.recordDeliveries(
+        this.id,
+        this.owner,
+        this.claim.generation,
+        { deliveries, cursor: moved, ...(disable === undefined ? {} : { disable }) },
+      );
+      if (recorded && moved !== null) this.claim.cursor = moved;
+      if (!recorded) this.lost = true;
+      return recorded;
+    });
+    // Awaited by settled() or the caller; never an unhandled rejection meanwhile.
+    this.#chain.catch(() => undefined);
+    return this.#chain;
+  }
+
+  /** Resolves once every queued write is done: with the error of one that failed, if any. */
+  settled(): Promise<unknown> {
+    return this.#chain.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
   }
 }
 

@@ -204,6 +204,40 @@ export function describeWebhooksContract(ctx: ContractContext): void {
       });
     });
 
+    it('prunes delivered and failed deliveries last attempted before a time, never pending ones', async () => {
+      const { webhooks } = ctx.store;
+      await webhooks.insertWebhook(webhook('w1'), null, []);
+      await webhooks.insertWebhook(webhook('w2'), null, []);
+      await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      await webhooks.claimWebhook('w2', 'a', T0, T0 + 30_000);
+      const at = (n: number) => ({ firstAttemptAt: T0 + n, lastAttemptAt: T0 + n });
+      const id = (n: number) => String(n).padStart(20, '0');
+      await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: Array.from({ length: 12 }, (_, n) => delivery(id(n + 1), at(n))),
+        cursor: id(12),
+      });
+      await webhooks.recordDeliveries('w2', 'a', 0, {
+        deliveries: [
+          delivery(id(1), { ...at(1), webhookId: 'w2', status: 'failed' }),
+          delivery(id(2), { ...at(2), webhookId: 'w2', status: 'pending', nextAttemptAt: T0 + 9 }),
+          delivery(id(3), { ...at(50), webhookId: 'w2' }),
+        ],
+        cursor: id(1),
+      });
+      // Before T0 + 10: w1's first ten and w2's failed one (not its pending one), in batches.
+      assert.equal(await webhooks.pruneDeliveries(T0 + 10, 6), 6);
+      assert.equal(await webhooks.pruneDeliveries(T0 + 10, 6), 5);
+      assert.equal(await webhooks.pruneDeliveries(T0 + 10, 6), 0);
+      const left = async (webhookId: string) =>
+        (await webhooks.listDeliveries({ webhookId, status: null }, { after: null, limit: 100 }))
+          .map((d) => `${d.eventId.slice(-2)} ${d.status}`)
+          .reverse();
+      assert.deepEqual(await left('w1'), ['11 delivered', '12 delivered']);
+      assert.deepEqual(await left('w2'), ['02 pending', '03 delivered']);
+      assert.equal(await webhooks.pruneDeliveries(T0 + 1000, 100), 3);
+      assert.deepEqual(await left('w2'), ['02 pending']);
+    });
+
     it('deletes the delivery log with the webhook', async () => {
       const { webhooks } = ctx.store;
       await webhooks.insertWebhook(webhook('w1'), null, []);

@@ -5,8 +5,12 @@ import { isRetryable } from './postgres-errors.js';
 
 /** Pending events numbered per sequencing transaction (a round runs as many as it needs). */
 const BATCH = 1000;
-/** How soon after a local commit with events a round runs; commits meanwhile share it. */
-const AFTER_COMMIT_MS = 5;
+/**
+ * How soon after a local commit with events a round runs; commits meanwhile share it. Readers
+ * run their own round first (settle), so this only keeps events_pending short: each round is a
+ * transaction with its own WAL flush, which writers would otherwise share at a few hundred a second.
+ */
+const AFTER_COMMIT_MS = 50;
 /** How often a sequencing transaction that hit a serialization failure or deadlock is run again. */
 const ATTEMPTS = 8;
 /** How often a round runs regardless: events another instance committed and never sequenced. */
@@ -21,18 +25,25 @@ const columns = EVENT_COLUMNS.join(', ');
  *    starts only once the previous one has committed;
  * 2. pending rows committed so far, oldest first, moved into events with the ids that follow
  *    `last`, and `last` moved on. The moved count comes back.
+ *
+ * The rows of one transaction are moved together and numbered next to each other, in the
+ * order it inserted them: pending keys come from a sequence, which concurrent transactions
+ * draw from in turn, so two writes' keys may interleave. A row's transaction is its xmin
+ * (events_pending rows are inserted and deleted, never updated); a batch takes every row of
+ * the transactions of its oldest BATCH rows, and orders by each transaction's first key.
  */
 const SEQUENCE_SQL = [
   'begin',
   'select last from event_sequence where id = 1 for update',
   'with moved as (' +
-    'delete from events_pending where id in ' +
-    `(select id from events_pending order by id limit ${BATCH}) ` +
-    `returning id, ${columns}), ` +
+    'delete from events_pending where xmin::text::bigint in ' +
+    `(select xmin::text::bigint from events_pending order by id limit ${BATCH}) ` +
+    `returning id, xmin::text::bigint as tx, ${columns}), ` +
     'base as (select last from event_sequence where id = 1), ' +
     `inserted as (insert into events (seq, ${columns}) ` +
-    `select base.last + row_number() over (order by moved.id), ${EVENT_COLUMNS.map((column) => `moved.${column}`).join(', ')} ` +
-    'from moved cross join base returning seq) ' +
+    `select base.last + row_number() over (order by m.first, m.id), ${EVENT_COLUMNS.map((column) => `m.${column}`).join(', ')} ` +
+    'from (select moved.*, min(moved.id) over (partition by moved.tx) as first from moved) m ' +
+    'cross join base returning seq) ' +
     'update event_sequence set last = last + (select count(*) from inserted) ' +
     'where id = 1 and exists (select 1 from inserted) ' +
     'returning (select count(*) from inserted)::integer as moved',

@@ -339,5 +339,16 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         ).execute();
       },
     },
+    '0010_webhook_delivery_pruning': {
+      async up(db: Kysely<unknown>) {
+        // The delivery log is pruned with the events it records (IAM_EVENT_RETENTION_DAYS),
+        // oldest attempt first: each batch reads this index, not the whole log.
+        await db.schema
+          .createIndex('webhook_deliveries_last_attempt')
+          .on('webhook_deliveries')
+          .column('last_attempt_at')
+          .execute();
+      },
+    },
   };
 }

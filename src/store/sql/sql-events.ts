@@ -50,6 +50,8 @@ export class SqlEventRepository implements EventRepository {
   }
 
   async pruneEvents(before: number, limit: number): Promise<number> {
+    // Every event committed so far is in events (not still pending) before any is judged old.
+    await this.sql.sequenceEvents?.();
     const { db } = this.sql;
     const [deleted] = await this.sql.write([
       db

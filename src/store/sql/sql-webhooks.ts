@@ -277,6 +277,30 @@ export class SqlWebhookRepository implements WebhookRepository {
     return rows[0] && toDeliveryRecord(rows[0]);
   }
 
+  async pruneDeliveries(before: number, limit: number): Promise<number> {
+    const { db } = this.sql;
+    // By the (last_attempt_at) index: one batch reads only the rows it deletes.
+    const [deleted] = await this.sql.write([
+      db
+        .deleteFrom('webhook_deliveries')
+        .where(({ eb, refTuple, selectFrom }) =>
+          eb(
+            refTuple('webhook_id', 'event_id'),
+            'in',
+            selectFrom('webhook_deliveries')
+              .select(['webhook_id', 'event_id'])
+              .where('last_attempt_at', '<', before)
+              .where('status', '!=', 'pending')
+              .orderBy('last_attempt_at')
+              .limit(limit)
+              .$asTuple('webhook_id', 'event_id'),
+          ),
+        )
+        .compile(),
+    ]);
+    return deleted ?? 0;
+  }
+
   async listDeliveries(filter: DeliveryFilter, page: PageQuery<string>): Promise<DeliveryRecord[]> {
     let query = this.sql.db
       .selectFrom('webhook_deliveries')
