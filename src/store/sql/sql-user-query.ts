@@ -19,7 +19,7 @@ type Users = ExpressionBuilder<Tables, 'users'>;
 export type Bind = (value: unknown) => unknown;
 
 /**
- * A placeholder that keeps a SQLite statement prepared. SQLite (3.45 and later) marks a
+ * A placeholder that keeps a SQLite statement prepared. SQLite (3.54 here) marks a
  * statement "plan again when this value is rebound" when its planner reads a bound value: a bare
  * `?` as LIMIT or OFFSET, or as the right side of an equality it estimates with (any query with
  * ORDER BY has such terms). better-sqlite3 clears the bindings after every run, which expires
@@ -34,9 +34,7 @@ export function stablePlaceholder(
   type: 'text' | 'integer',
 ): unknown {
   if (kind !== 'sqlite') return placeholder;
-  return type === 'text'
-    ? sql`cast(${placeholder} as text)`
-    : sql`cast(${placeholder} as integer)`;
+  return type === 'text' ? sql`cast(${placeholder} as text)` : sql`cast(${placeholder} as integer)`;
 }
 
 /** The SQL type of a value storedValue made: text, or an integer (numbers, booleans). */
