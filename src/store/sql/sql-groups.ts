@@ -1,11 +1,16 @@
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
+import type { ScimGroupsTable } from './tables.js';
 import { ConditionFailedError } from '../errors.js';
 import type { GroupRecord, GroupRepository, NewEvent, UserChange } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import type { SqlUserRepository } from './sql-users.js';
+import { precompile } from './precompiled.js';
+import { stablePlaceholder } from './sql-user-query.js';
 import { toEventRow, toGroupRecord, toGroupRow } from './rows.js';
 
 export class SqlGroupRepository implements GroupRepository {
+  #listGroups: ((...args: unknown[]) => CompiledQuery<Selectable<ScimGroupsTable>>) | undefined;
+
   constructor(
     private readonly sql: SqlExecutor,
     private readonly users: SqlUserRepository,
@@ -36,14 +41,15 @@ export class SqlGroupRepository implements GroupRepository {
   }
 
   async listGroups(clientId: string): Promise<GroupRecord[]> {
-    const rows = await this.sql.select(
+    // Read on every SCIM user response: compiled once, with a placeholder SQLite keeps prepared.
+    this.#listGroups ??= precompile((arg) =>
       this.sql.db
         .selectFrom('scim_groups')
         .selectAll()
-        .where('application', '=', clientId)
-        .orderBy('id')
-        .compile(),
+        .where('application', '=', stablePlaceholder(this.sql.kind, arg(0), 'text') as never)
+        .orderBy('id'),
     );
+    const rows = await this.sql.select(this.#listGroups(clientId));
     return rows.map(toGroupRecord);
   }
 

@@ -18,6 +18,30 @@ type Users = ExpressionBuilder<Tables, 'users'>;
 /** Binds the next value and returns its placeholder. */
 export type Bind = (value: unknown) => unknown;
 
+/**
+ * A placeholder that keeps a SQLite statement prepared. SQLite (3.54 here) marks a
+ * statement "plan again when this value is rebound" when its planner reads a bound value: a bare
+ * `?` as LIMIT or OFFSET, or as the right side of an equality it estimates with (any query with
+ * ORDER BY has such terms). better-sqlite3 clears the bindings after every run, which expires
+ * such a statement, so it was parsed and planned again on every call (10–15 µs, more than the
+ * lookup itself). Inside CAST the planner does not read the value; the comparison, its
+ * affinity (the value already has this type) and the index chosen are the same. PostgreSQL
+ * plans its own way: the placeholder stays bare there.
+ */
+export function stablePlaceholder(
+  kind: 'sqlite' | 'postgres',
+  placeholder: unknown,
+  type: 'text' | 'integer',
+): unknown {
+  if (kind !== 'sqlite') return placeholder;
+  return type === 'text' ? sql`cast(${placeholder} as text)` : sql`cast(${placeholder} as integer)`;
+}
+
+/** The SQL type of a value storedValue made: text, or an integer (numbers, booleans). */
+export function storedType(value: unknown): 'text' | 'integer' {
+  return typeof value === 'string' ? 'text' : 'integer';
+}
+
 const TRUE = sql<SqlBool>`1 = 1`;
 const FALSE = sql<SqlBool>`1 = 0`;
 

@@ -13,7 +13,14 @@ import type { CompiledQuery, Insertable, Updateable } from 'kysely';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
 import { type UserRow, normalizeEmail, toEventRow, toUserRecord, toUserRow } from './rows.js';
-import { compileUserPredicate, predicateShape, predicateValues } from './sql-user-query.js';
+import {
+  type Bind,
+  compileUserPredicate,
+  predicateShape,
+  predicateValues,
+  stablePlaceholder,
+  storedType,
+} from './sql-user-query.js';
 import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
 
 // Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
@@ -176,12 +183,17 @@ export class SqlUserRepository implements UserRepository {
     let compiled = this.#queries.get(shape);
     if (compiled === undefined) {
       compiled = precompile((arg) => {
+        const stable = (index: number, type: 'text' | 'integer') =>
+          stablePlaceholder(this.sql.kind, arg(index), type) as never;
         let next = FIXED_QUERY_ARGUMENTS;
-        let built = this.queried(query, arg, () => arg(next++));
+        let built = this.queried(query, arg, (value) => stable(next++, storedType(value)));
         // Within one provider, user_key order is identifier byte order.
-        if (paged === 'after') built = built.where('user_key', '>', arg<string>(next++));
-        let ordered = built.select(USER_COLUMNS).orderBy('user_key').limit(arg<number>(next++));
-        if (paged === 'offset') ordered = ordered.offset(arg<number>(next++));
+        if (paged === 'after') built = built.where('user_key', '>', stable(next++, 'text'));
+        let ordered = built
+          .select(USER_COLUMNS)
+          .orderBy('user_key')
+          .limit(stable(next++, 'integer'));
+        if (paged === 'offset') ordered = ordered.offset(stable(next++, 'integer'));
         return ordered;
       });
       if (this.#queries.size >= QUERY_SHAPES_KEPT) this.#queries.clear();
@@ -202,7 +214,7 @@ export class SqlUserRepository implements UserRepository {
       this.queried(
         query,
         (index) => args[index] as never,
-        () => args[next++],
+        (value) => stablePlaceholder(this.sql.kind, args[next++], storedType(value)),
       )
         .select((eb) => eb.fn.countAll<number | string>().as('count'))
         .compile(),
@@ -307,16 +319,19 @@ export class SqlUserRepository implements UserRepository {
    * the provider and its key range come from `arg` 0–3; the predicate's values from `bind`, in
    * order. The key range lets the primary key serve the identifier order.
    */
-  private queried(query: UserQuery, arg: Parameter, bind: () => unknown) {
+  private queried(query: UserQuery, arg: Parameter, bind: Bind) {
+    // Placeholders SQLite's planner does not read, so the statement stays prepared.
+    const text = (index: number) =>
+      stablePlaceholder(this.sql.kind, arg<string>(index), 'text') as never;
     let built = this.sql.db
       .selectFrom('users')
-      .where('application', '=', arg<string>(0))
-      .where('provider', '=', arg<string>(1));
+      .where('application', '=', text(0))
+      .where('provider', '=', text(1));
     // Without an equality an index serves, the primary key's range of the provider is the
     // cheapest path (and gives the order). With one, that range would lure the planner away
     // from the index: `userName eq` must be a lookup, not a walk through the provider.
     if (!hasIndexedEquality(query.predicate)) {
-      built = built.where('user_key', '>=', arg<string>(2)).where('user_key', '<', arg<string>(3));
+      built = built.where('user_key', '>=', text(2)).where('user_key', '<', text(3));
     }
     return built.where((eb) => compileUserPredicate(eb, query.predicate, this.sql.flavor, bind));
   }
