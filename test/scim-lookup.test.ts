@@ -128,7 +128,7 @@ describe('SCIM lookup in one read', () => {
   });
 
   it('answers the shapes Okta and Entra send in one read, as the general path does', async () => {
-    const shapes = [
+    const shapes: Record<string, string>[] = [
       { filter: 'userName eq "Alice"', startIndex: '1', count: '100' },
       { filter: 'userName eq "bob"', count: '1' },
       { filter: 'externalId eq "ext-1"', startIndex: '1', count: '100' },
