@@ -329,6 +329,13 @@ export interface GroupRepository {
   /** Every group of the application, ordered by id. */
   listGroups(clientId: string): Promise<GroupRecord[]>;
   /**
+   * The application and every group of it (ordered by id), read in one statement (what every
+   * SCIM user response needs); undefined when there is no such application.
+   */
+  findApplicationWithGroups(
+    clientId: string,
+  ): Promise<{ application: ApplicationRecord; groups: GroupRecord[] } | undefined>;
+  /**
    * In one transaction: replaces the group when its etag still equals `expectedEtag`, and
    * replaces each user of `members` when its etag still equals its expectedEtag. All of it,
    * or nothing (false) when any version moved on. DuplicateError for a taken display name.

@@ -189,7 +189,7 @@ export function registerScimRoutes(
     },
     async function listScimUsers(request, reply) {
       const { client_id: clientId } = request.params;
-      const scope = await scim.scopeOf(clientId);
+      const { scope, groups } = await scim.scopeWithGroups(clientId);
       const cursorScope = JSON.stringify(['scim-users', clientId, request.query.filter ?? null]);
       const paging = readPaging(request.query, cursors, cursorScope);
       const projection = readProjection(request.query.attributes, request.query.excludedAttributes);
@@ -197,7 +197,7 @@ export function registerScimRoutes(
         paging.startIndex === null
           ? { after: paging.after, limit: paging.count + 1 }
           : { offset: paging.startIndex - 1, limit: paging.count };
-      const { users, total, groups } = await scim.listUsers(scope, request.query.filter, page);
+      const { users, total } = await scim.listUsers(scope, request.query.filter, page);
       return sendScim(
         reply,
         200,

@@ -31,7 +31,6 @@ export interface ScimScope {
 export interface UserPage {
   users: UserRecord[];
   total: number;
-  groups: GroupRecord[];
 }
 
 export class ScimService {
@@ -45,17 +44,23 @@ export class ScimService {
       .findApplication(clientId)
       .catch(notFoundAs(null));
     const provider = application?.scimProvider ?? null;
-    if (application === null || provider === null) {
-      throw new ScimError(404, null, `SCIM is not enabled for application "${clientId}".`);
-    }
+    if (application === null || provider === null) throw scimNotEnabled(clientId);
     return { application, provider };
+  }
+
+  /** scopeOf and groupsOf in one read of the store (a users list needs both). */
+  async scopeWithGroups(clientId: string): Promise<{ scope: ScimScope; groups: GroupRecord[] }> {
+    const found = await this.deps.store.groups.findApplicationWithGroups(clientId);
+    const provider = found?.application.scimProvider ?? null;
+    if (found === undefined || provider === null) throw scimNotEnabled(clientId);
+    return { scope: { application: found.application, provider }, groups: found.groups };
   }
 
   groupsOf(scope: ScimScope): Promise<GroupRecord[]> {
     return this.deps.store.groups.listGroups(scope.application.clientId);
   }
 
-  /** A page of the users matching `filter` (SCIM syntax), with the total and the groups to show. */
+  /** A page of the users matching `filter` (SCIM syntax), with the total. */
   async listUsers(
     scope: ScimScope,
     filter: string | undefined,
@@ -64,17 +69,14 @@ export class ScimService {
     const predicate: UserPredicate =
       filter === undefined ? { kind: 'all' } : toUserPredicate(parseFilter(filter));
     const query = { clientId: scope.application.clientId, provider: scope.provider, predicate };
-    const [users, groups] = await Promise.all([
-      page.limit === 0 ? Promise.resolve([]) : this.deps.users.queryUsers(query, page),
-      this.groupsOf(scope),
-    ]);
+    const users = page.limit === 0 ? [] : await this.deps.users.queryUsers(query, page);
     // A first page that is not full is everything: no count needed (every userName lookup).
     const firstPage = page.offset === 0 || (page.offset === undefined && page.after === null);
     const total =
       firstPage && page.limit > 0 && users.length < page.limit
         ? users.length
         : await this.deps.users.countQueriedUsers(query);
-    return { users, total, groups };
+    return { users, total };
   }
 
   /** The SCIM user with this id; 404 for another provider's user, as for a missing one. */
@@ -191,6 +193,10 @@ export function notFoundAs<T>(value: T): (error: unknown) => T {
     if (error instanceof ProblemError && error.kind === 'not-found') return value;
     throw error;
   };
+}
+
+function scimNotEnabled(clientId: string): ScimError {
+  return new ScimError(404, null, `SCIM is not enabled for application "${clientId}".`);
 }
 
 export function userNotFound(id: string): ScimError {

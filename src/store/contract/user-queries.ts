@@ -211,6 +211,24 @@ export function describeUserQueriesContract(ctx: ContractContext): void {
       );
     });
 
+    it('reads an application with its groups in one call, as the separate reads do', async () => {
+      await ctx.store.groups.insertGroup(groupRecord('g-0', 'readers'), [], []);
+      await ctx.store.applications.insertApplication(applicationRecord('lonely'), []);
+      for (const clientId of ['app', 'lonely']) {
+        assert.deepEqual(await ctx.store.groups.findApplicationWithGroups(clientId), {
+          application: await ctx.store.applications.findApplication(clientId),
+          groups: await ctx.store.groups.listGroups(clientId),
+        });
+      }
+      const found = await ctx.store.groups.findApplicationWithGroups('app');
+      assert.deepEqual(
+        found?.groups.map((g) => g.id),
+        ['g-0', 'g-1'],
+      );
+      assert.deepEqual((await ctx.store.groups.findApplicationWithGroups('lonely'))?.groups, []);
+      assert.equal(await ctx.store.groups.findApplicationWithGroups('missing'), undefined);
+    });
+
     it('renames a group and its members in one transaction', async () => {
       const group = groupRecord('g-1', 'owners', { etag: 'g2' });
       const member = { ...bob, roles: ['owners'], etag: 'b2' };
