@@ -249,6 +249,18 @@ export interface UserRepository {
   findUsersByIds(clientId: string, ids: readonly string[]): Promise<UserRecord[]>;
   /** Users matching the query, ordered by identifier in byte order. */
   queryUsers(query: UserQuery, page: UserQueryPage): Promise<UserRecord[]>;
+  /**
+   * queryUsers for the users of the application's SCIM provider (its scimProvider), each with
+   * the application's groups it holds (display name among its roles; ordered by id), in one
+   * statement. Empty when the application does not exist or has SCIM off. Undefined when this
+   * query cannot be served so (a predicate without an equality on id, identifier or
+   * externalId, or a page after a position): use the separate reads.
+   */
+  queryScimUsers(
+    clientId: string,
+    predicate: UserPredicate,
+    page: { offset: number; limit: number },
+  ): Promise<{ user: UserRecord; groups: { id: string; displayName: string }[] }[] | undefined>;
   /** How many users match the query. */
   countQueriedUsers(query: UserQuery): Promise<number>;
   /**

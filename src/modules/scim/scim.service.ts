@@ -28,6 +28,12 @@ export interface ScimScope {
   provider: string;
 }
 
+/** A user with the application's Groups it holds. */
+export interface HeldGroupsUser {
+  user: UserRecord;
+  groups: { id: string; displayName: string }[];
+}
+
 export interface UserPage {
   users: UserRecord[];
   total: number;
@@ -60,14 +66,44 @@ export class ScimService {
     return this.deps.store.groups.listGroups(scope.application.clientId);
   }
 
+  /** A SCIM filter over Users as a store predicate; ScimError invalidFilter when it is not one. */
+  predicateOf(filter: string | undefined): UserPredicate {
+    return filter === undefined ? { kind: 'all' } : toUserPredicate(parseFilter(filter));
+  }
+
+  /**
+   * The lookup Okta and Entra make (an equality on userName, externalId or id, index paging) in
+   * one read: the users with the Groups each holds, and the total. Null when it cannot be
+   * served so or found nothing: then listUsers answers (with its 404 when SCIM is off).
+   */
+  async lookupUsers(
+    clientId: string,
+    predicate: UserPredicate,
+    page: { offset: number; limit: number },
+  ): Promise<{ users: HeldGroupsUser[]; total: number } | null> {
+    if (page.limit === 0) return null;
+    const users = await this.deps.store.users.queryScimUsers(clientId, predicate, page);
+    const first = users?.[0];
+    if (users === undefined || first === undefined) return null;
+    // A first page that is not full is everything: no count needed.
+    const total =
+      page.offset === 0 && users.length < page.limit
+        ? users.length
+        : await this.deps.users.countQueriedUsers({
+            clientId,
+            provider: first.user.provider,
+            predicate,
+          });
+    return { users, total };
+  }
+
   /** A page of the users matching `filter` (SCIM syntax), with the total. */
   async listUsers(
     scope: ScimScope,
     filter: string | undefined,
     page: UserQueryPage,
   ): Promise<UserPage> {
-    const predicate: UserPredicate =
-      filter === undefined ? { kind: 'all' } : toUserPredicate(parseFilter(filter));
+    const predicate = this.predicateOf(filter);
     const query = { clientId: scope.application.clientId, provider: scope.provider, predicate };
     const users = page.limit === 0 ? [] : await this.deps.users.queryUsers(query, page);
     // A first page that is not full is everything: no count needed (every userName lookup).

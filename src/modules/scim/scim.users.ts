@@ -126,7 +126,11 @@ export function userFieldsFrom(body: Json): ScimUserFields {
 }
 
 /** The SCIM representation of a user; `groups` are the application's Groups. */
-export function toScimUser(user: UserRecord, groups: readonly GroupRecord[], base: string): Json {
+export function toScimUser(
+  user: UserRecord,
+  groups: readonly Pick<GroupRecord, 'id' | 'displayName'>[],
+  base: string,
+): Json {
   const roles = new Set(user.roles);
   const resource: Json = {
     schemas: [USER_SCHEMA],

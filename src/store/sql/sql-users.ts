@@ -9,7 +9,8 @@ import type {
   UserRecord,
   UserRepository,
 } from '../store.js';
-import type { CompiledQuery, Insertable, Updateable } from 'kysely';
+import { type CompiledQuery, type Insertable, type Updateable, sql } from 'kysely';
+import type { UserPredicate } from '../user-predicate.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
 import { type UserRow, normalizeEmail, toEventRow, toUserRecord, toUserRow } from './rows.js';
@@ -79,6 +80,10 @@ export class SqlUserRepository implements UserRepository {
   /** Inserts ROWS_PER_INSERT users; compiled on the first bulk insert that fills one. */
   #insertFullChunk: ((...args: unknown[]) => CompiledQuery) | undefined;
   readonly #pages = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
+  readonly #scimQueries = new Map<
+    string,
+    (...args: unknown[]) => CompiledQuery<UserRow & { held_groups: unknown }>
+  >();
 
   constructor(private readonly sql: SqlExecutor) {
     this.#findUser = precompile((arg) =>
@@ -205,6 +210,61 @@ export class SqlUserRepository implements UserRepository {
     if (paged === 'offset') args.push(page.offset);
     const rows = await this.sql.select(compiled(...args));
     return rows.map(toUserRecord);
+  }
+
+  async queryScimUsers(
+    clientId: string,
+    predicate: UserPredicate,
+    page: { offset: number; limit: number },
+  ): Promise<{ user: UserRecord; groups: { id: string; displayName: string }[] }[] | undefined> {
+    if (!hasIndexedEquality(predicate)) return undefined;
+    const shape = `scim|${predicateShape(predicate)}`;
+    let compiled = this.#scimQueries.get(shape);
+    if (compiled === undefined) {
+      compiled = precompile((arg) => {
+        const stable = (index: number, type: 'text' | 'integer') =>
+          stablePlaceholder(this.sql.kind, arg(index), type) as never;
+        let next = 2;
+        // The provider is the application's scim_provider: none (no row) when SCIM is off.
+        return this.sql.db
+          .selectFrom('users')
+          .where('application', '=', stable(0, 'text'))
+          .where((eb) =>
+            eb(
+              'provider',
+              '=',
+              eb
+                .selectFrom('applications')
+                .select('scim_provider')
+                .where('client_id', '=', stable(1, 'text')) as never,
+            ),
+          )
+          .where((eb) =>
+            compileUserPredicate(eb, predicate, this.sql.flavor, (value) =>
+              stable(next++, storedType(value)),
+            ),
+          )
+          .select(USER_COLUMNS)
+          .select(this.sql.kind === 'sqlite' ? SQLITE_HELD_GROUPS : POSTGRES_HELD_GROUPS)
+          .orderBy('user_key')
+          .limit(stable(next++, 'integer'))
+          .offset(stable(next++, 'integer'));
+      });
+      if (this.#scimQueries.size >= QUERY_SHAPES_KEPT) this.#scimQueries.clear();
+      this.#scimQueries.set(shape, compiled);
+    }
+    const rows = await this.sql.select(
+      compiled(clientId, clientId, ...predicateValues(predicate), page.limit, page.offset),
+    );
+    return rows.map((row) => {
+      const held = (
+        typeof row.held_groups === 'string' ? JSON.parse(row.held_groups) : (row.held_groups ?? [])
+      ) as [string, string][];
+      const groups = held
+        .map(([id, displayName]) => ({ id, displayName }))
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      return { user: toUserRecord(row), groups };
+    });
   }
 
   async countQueriedUsers(query: UserQuery): Promise<number> {
@@ -338,6 +398,17 @@ export class SqlUserRepository implements UserRepository {
 }
 
 const FIXED_QUERY_ARGUMENTS = 4;
+
+// The application's groups a user holds (display name among its roles), as a JSON array of
+// [id, display name] pairs: text on SQLite, parsed by pg on PostgreSQL.
+const SQLITE_HELD_GROUPS =
+  sql<string>`(select json_group_array(json_array(g.id, g.display_name)) from scim_groups g where g.application = users.application and g.display_name in (select value from json_each(users.roles)))`.as(
+    'held_groups',
+  );
+const POSTGRES_HELD_GROUPS =
+  sql<unknown>`(select coalesce(json_agg(json_build_array(g.id, g.display_name)), '[]'::json) from scim_groups g where g.application = users.application and g.display_name in (select jsonb_array_elements_text(users.roles::jsonb)))`.as(
+    'held_groups',
+  );
 
 /** Attributes with an index (application, provider, …) or (application, id). */
 const INDEXED = new Set(['identifier', 'externalId', 'id']);
