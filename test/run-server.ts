@@ -81,6 +81,9 @@ export interface ServerProcess {
   stop: () => Promise<number | null>;
 }
 
+const OUTPUT_LIMIT = 64 * 1024 * 1024;
+const TRUNCATED = '\n[output past 64 MiB dropped]\n';
+
 /**
  * Runs `command args…` in the repository with `env` on a free port, and resolves once
  * /healthz answers (rejecting, with its output, if it exits or takes more than 90 s).
@@ -97,8 +100,14 @@ export async function startServerProcess(
     env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // A benchmark at info level writes an access-log line per request: hundreds of megabytes
+  // over a run, more than a string can hold. Past OUTPUT_LIMIT the rest is dropped (and said).
+  const keep = (chunk: Buffer) => {
+    if (output.length < OUTPUT_LIMIT) output += chunk.toString();
+    else if (!output.endsWith(TRUNCATED)) output += TRUNCATED;
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => resolve(code)),
   );
