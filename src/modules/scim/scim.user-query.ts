@@ -189,6 +189,9 @@ export function findUserAttribute(name: string) {
 }
 
 /** The lookup Okta and Entra send: one attribute, `eq`, a quoted value without escapes. */
+// Control characters are excluded on purpose: a JSON string cannot hold them raw (the parser
+// refuses such a filter).
+// eslint-disable-next-line no-control-regex
 const PLAIN_LOOKUP = /^(userName|externalId|id) eq "([^"\\\u0000-\u001f]*)"$/i;
 const LOOKUP_ATTRIBUTES: Record<string, UserAttribute> = {
   username: 'identifier',
