@@ -763,6 +763,10 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
       inspector = await connectInspector(tessera.output);
       await inspector.send('Profiler.enable');
     }
+    // Its access log (a line per request, on stdout) would outgrow the largest string V8 allows
+    // over the millions of requests of a run on a quiet machine: read and dropped from here on.
+    tessera.process.stdout!.removeAllListeners('data');
+    tessera.process.stdout!.resume();
     bare = await startBareServer();
     const pid = tessera.process.pid!;
     const results = new Map<string, ScenarioResult>();
