@@ -45,11 +45,26 @@ function group(id: string, displayName: string): GroupRecord {
   };
 }
 
-const value = fc.constantFrom(...NAMES, 'ALICE', 'nobody', 'ext-1', 'EXT-1', 'ext-2', 'id-3', '');
+const value = fc.constantFrom(
+  ...NAMES,
+  'ALICE',
+  'nobody',
+  'ext-1',
+  'EXT-1',
+  'ext-2',
+  'id-3',
+  '',
+  'a"b',
+  'tab\there',
+);
 const filter = fc.oneof(
   fc
-    .tuple(fc.constantFrom('userName', 'USERNAME', 'externalId', 'id'), value)
-    .map(([a, v]) => `${a} eq ${JSON.stringify(v)}`),
+    .tuple(
+      fc.constantFrom('userName', 'USERNAME', 'externalId', 'id'),
+      fc.constantFrom('eq', 'EQ'),
+      value,
+    )
+    .map(([a, o, v]) => `${a} ${o} ${JSON.stringify(v)}`),
   fc
     .tuple(fc.constantFrom('userName', 'externalId'), value, fc.boolean())
     .map(([a, v, b]) => `${a} eq ${JSON.stringify(v)} and active eq ${b}`),

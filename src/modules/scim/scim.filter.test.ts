@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { ScimError } from './scim.errors.js';
 import { parseFilter, parsePatchPath } from './scim.filter.js';
 import { patchUserView, readOperations } from './scim.patch.js';
+import { plainLookupPredicate, toUserPredicate } from './scim.user-query.js';
 
 function refused(run: () => unknown, scimType: string, detail: RegExp) {
   assert.throws(run, (error: unknown) => {
@@ -130,6 +132,79 @@ describe('SCIM PATCH on a user', () => {
       () => patch([{ op: 'move', path: 'userName' }]),
       'invalidSyntax',
       /add, replace or remove/,
+    );
+  });
+});
+
+describe('the lookup shape read without the parser', () => {
+  /** What the parser and the translation make of the filter, or the error's scimType. */
+  function parsed(filter: string): unknown {
+    try {
+      return toUserPredicate(parseFilter(filter));
+    } catch (error) {
+      assert.ok(error instanceof ScimError);
+      return error.scimType;
+    }
+  }
+
+  it('reads the lookups Okta and Entra send', () => {
+    for (const [filter, attribute, value] of [
+      ['userName eq "grace@example.com"', 'identifier', 'grace@example.com'],
+      ['externalId eq "00u1abc"', 'externalId', '00u1abc'],
+      ['id eq "5b2c"', 'id', '5b2c'],
+      ['USERNAME EQ "Éva"', 'identifier', 'Éva'],
+      ['userName eq ""', 'identifier', ''],
+    ] as const) {
+      const expected = { kind: 'compare', attribute, operator: 'eq', value };
+      assert.deepEqual(plainLookupPredicate(filter), expected, filter);
+      assert.deepEqual(parsed(filter), expected, filter);
+    }
+  });
+
+  it('leaves escapes, other attributes, operators and shapes to the parser', () => {
+    for (const filter of [
+      'userName eq "a\\"b"',
+      'userName eq "a\\u0041"',
+      'userName eq "a\tb"',
+      'userName eq "tab\there"',
+      'userName  eq "x"',
+      ' userName eq "x"',
+      'userName eq "x" ',
+      'userName eq x',
+      'userName ne "x"',
+      'displayName eq "x"',
+      'urn:ietf:params:scim:schemas:core:2.0:User:userName eq "x"',
+      'userName eq "x" and active eq true',
+      'userName eq "x" or userName eq "y"',
+      '(userName eq "x")',
+    ]) {
+      assert.equal(plainLookupPredicate(filter), null, filter);
+    }
+  });
+
+  it('gives what the parser gives whenever it reads a filter (property)', () => {
+    const text = fc.oneof(
+      fc.string(),
+      fc.string({ unit: 'grapheme' }),
+      fc.constantFrom('a"b', 'a\\b', '\u0000', 'x\ny', '\u2028', '\ud800', 'é', ' '),
+    );
+    const filter = fc.oneof(
+      fc
+        .tuple(
+          fc.constantFrom('userName', 'USERNAME', 'externalid', 'ExternalId', 'id', 'ID', 'name'),
+          fc.constantFrom(' eq ', ' EQ ', ' Eq ', ' ne ', '  eq ', ' eq'),
+          text,
+          fc.constantFrom('"', ''),
+        )
+        .map(([attribute, operator, value, quote]) => `${attribute}${operator}"${value}${quote}`),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(filter, (candidate) => {
+        const plain = plainLookupPredicate(candidate);
+        if (plain !== null) assert.deepEqual(plain, parsed(candidate), candidate);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -154,7 +154,7 @@ export function registerScimRoutes(
     try {
       paging = readPaging(query, cursors, cursorScope);
       projection = readProjection(query.attributes, query.excludedAttributes);
-      predicate = scim.predicateOf(query.filter);
+      predicate = scim.lookupPredicateOf(query.filter);
     } catch {
       return null;
     }

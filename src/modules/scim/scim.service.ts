@@ -17,7 +17,7 @@ import type { UserChanges, UsersService } from '../users/users.service.js';
 import { ScimError } from './scim.errors.js';
 import { parseFilter } from './scim.filter.js';
 import { type PatchOperation, patchUserView } from './scim.patch.js';
-import { toUserPredicate } from './scim.user-query.js';
+import { plainLookupPredicate, toUserPredicate } from './scim.user-query.js';
 import { type ScimUserFields, toScimUser, userFieldsFrom } from './scim.users.js';
 
 type Json = Record<string, unknown>;
@@ -69,6 +69,11 @@ export class ScimService {
   /** A SCIM filter over Users as a store predicate; ScimError invalidFilter when it is not one. */
   predicateOf(filter: string | undefined): UserPredicate {
     return filter === undefined ? { kind: 'all' } : toUserPredicate(parseFilter(filter));
+  }
+
+  /** predicateOf for the lookup's one read: its usual shape without the parser. */
+  lookupPredicateOf(filter: string): UserPredicate {
+    return plainLookupPredicate(filter) ?? this.predicateOf(filter);
   }
 
   /**

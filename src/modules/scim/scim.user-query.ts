@@ -187,3 +187,31 @@ export const USER_DEFINITIONS = [...COMMON_ATTRIBUTES, ...USER_ATTRIBUTES];
 export function findUserAttribute(name: string) {
   return findAttribute(USER_DEFINITIONS, name);
 }
+
+/** The lookup Okta and Entra send: one attribute, `eq`, a quoted value without escapes. */
+// Control characters are excluded on purpose: a JSON string cannot hold them raw (the parser
+// refuses such a filter).
+// eslint-disable-next-line no-control-regex
+const PLAIN_LOOKUP = /^(userName|externalId|id) eq "([^"\\\u0000-\u001f]*)"$/i;
+const LOOKUP_ATTRIBUTES: Record<string, UserAttribute> = {
+  username: 'identifier',
+  externalid: 'externalId',
+  id: 'id',
+};
+
+/**
+ * `userName eq "…"`, `externalId eq "…"` or `id eq "…"` exactly as written, as the predicate
+ * toUserPredicate(parseFilter(filter)) gives (a test compares them), without the parser; null
+ * for any other filter, which the parser reads.
+ */
+export function plainLookupPredicate(filter: string): UserPredicate | null {
+  const match = PLAIN_LOOKUP.exec(filter);
+  if (match === null) return null;
+  // Without escapes or control characters, the JSON string's value is the text between quotes.
+  return {
+    kind: 'compare',
+    attribute: LOOKUP_ATTRIBUTES[match[1]!.toLowerCase()]!,
+    operator: 'eq',
+    value: match[2]!,
+  };
+}
