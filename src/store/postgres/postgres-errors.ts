@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../errors.js';
 
 interface PgErrorLike {
@@ -60,6 +61,26 @@ export function isConnectionFailure(error: unknown): boolean {
     if (code.length === 5 && (code.startsWith('08') || code.startsWith('57P'))) return true;
   }
   return NETWORK_MESSAGES.some((words) => error.message.includes(words));
+}
+
+/**
+ * Gives back the client of a transaction that failed with `error`: discarded when its connection
+ * failed, otherwise rolled back and returned to the pool (discarded if even the rollback fails).
+ */
+export async function releaseFailedTransaction(
+  client: pg.PoolClient,
+  error: unknown,
+): Promise<void> {
+  if (isConnectionFailure(error)) {
+    client.release(error as Error);
+    return;
+  }
+  try {
+    await client.query('rollback');
+    client.release();
+  } catch (rollbackError) {
+    client.release(rollbackError as Error);
+  }
 }
 
 /** Translates a pg error into a store error; other errors pass through. */

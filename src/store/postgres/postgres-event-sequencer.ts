@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { EVENT_COLUMNS } from '../sql/rows.js';
-import { isRetryable } from './postgres-errors.js';
+import { isRetryable, releaseFailedTransaction } from './postgres-errors.js';
 
 /** Pending events numbered per sequencing transaction (a round runs as many as it needs). */
 const BATCH = 1000;
@@ -59,8 +59,6 @@ export interface SequencerDeps {
   query(text: string): Promise<pg.QueryResult<pg.QueryResultRow>>;
   /** Runs a store operation (counted for close, errors translated). */
   track<T>(operation: () => Promise<T>): Promise<T>;
-  /** Tells the executor to discard a client whose connection failed. */
-  isConnectionFailure(error: unknown): boolean;
 }
 
 /**
@@ -171,16 +169,7 @@ export class EventSequencer {
       const moved = results[2]?.rows[0]?.moved as number | undefined;
       return moved ?? 0;
     } catch (error) {
-      if (this.deps.isConnectionFailure(error)) {
-        client.release(error as Error);
-      } else {
-        try {
-          await client.query('rollback');
-          client.release();
-        } catch (rollbackError) {
-          client.release(rollbackError as Error);
-        }
-      }
+      await releaseFailedTransaction(client, error);
       throw error;
     }
   }

@@ -21,9 +21,9 @@ import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.j
 import type { Tables } from '../sql/tables.js';
 import type { PoolStats } from '../store.js';
 import {
-  isConnectionFailure,
   isPlanInvalidated,
   isRetryable,
+  releaseFailedTransaction,
   translatePostgresError,
 } from './postgres-errors.js';
 import { EventSequencer } from './postgres-event-sequencer.js';
@@ -101,7 +101,6 @@ export class PostgresExecutor implements SqlExecutor {
       connect: () => this.#pool.connect(),
       query: (text) => this.#pool.query(text),
       track: (operation) => this.#track(operation),
-      isConnectionFailure,
     });
     // An idle client whose connection dies emits here; without a listener the process would
     // crash. The pool has already dropped the client; the next query opens a new one.
@@ -276,16 +275,7 @@ export class PostgresExecutor implements SqlExecutor {
       client.release();
       return changes;
     } catch (error) {
-      if (isConnectionFailure(error)) {
-        client.release(error as Error);
-      } else {
-        try {
-          await client.query('rollback');
-          client.release();
-        } catch (rollbackError) {
-          client.release(rollbackError as Error);
-        }
-      }
+      await releaseFailedTransaction(client, error);
       throw error;
     }
   }
