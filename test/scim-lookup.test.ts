@@ -160,6 +160,29 @@ describe('SCIM lookup in one read', () => {
     }
   });
 
+  it('answers a lookup that finds nothing without the general read, and 404 when SCIM is off', async () => {
+    const store = ctx.store.users;
+    const queryUsers = store.queryUsers.bind(store);
+    let generalReads = 0;
+    store.queryUsers = (...args) => {
+      generalReads++;
+      return queryUsers(...args);
+    };
+    try {
+      const search = { filter: 'userName eq "nobody"', startIndex: '1', count: '100' };
+      const miss = await get('app', search, true);
+      assert.equal(miss.statusCode, 200);
+      assert.equal(miss.json<{ totalResults: number }>().totalResults, 0);
+      assert.equal(generalReads, 0, 'the general path read the users again');
+      const off = await get('plain', search, true);
+      assert.equal(off.statusCode, 404);
+      assert.equal(off.body, (await get('plain', search, false)).body);
+      assert.equal(generalReads, 0, 'the general path answered the 404');
+    } finally {
+      store.queryUsers = queryUsers;
+    }
+  });
+
   it('leaves sorting to the general path, which refuses it', async () => {
     const search = { filter: 'userName eq "alice"', sortBy: 'userName' };
     const quick = await get('app', search, true);

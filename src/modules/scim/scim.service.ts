@@ -78,8 +78,9 @@ export class ScimService {
 
   /**
    * The lookup Okta and Entra make (an equality on userName, externalId or id, index paging) in
-   * one read: the users with the Groups each holds, and the total. Null when it cannot be
-   * served so or found nothing: then listUsers answers (with its 404 when SCIM is off).
+   * one read: the users with the Groups each holds, and the total. When it finds nothing (the
+   * usual answer before a create, or SCIM off), one read of the application tells which: an
+   * empty first page, or the 404. Null when it cannot be served so: then listUsers answers.
    */
   async lookupUsers(
     clientId: string,
@@ -88,8 +89,13 @@ export class ScimService {
   ): Promise<{ users: HeldGroupsUser[]; total: number } | null> {
     if (page.limit === 0) return null;
     const users = await this.deps.store.users.queryScimUsers(clientId, predicate, page);
-    const first = users?.[0];
-    if (users === undefined || first === undefined) return null;
+    if (users === undefined) return null;
+    const first = users[0];
+    if (first === undefined) {
+      if (page.offset > 0) return null;
+      await this.scopeOf(clientId);
+      return { users: [], total: 0 };
+    }
     // A first page that is not full is everything: no count needed.
     const total =
       page.offset === 0 && users.length < page.limit
