@@ -67,25 +67,31 @@ export class EventsService {
   }
 
   /** Deletes events older than `retentionDays`; returns how many it deleted. */
-  async pruneEvents(retentionDays: number): Promise<number> {
-    const before = this.deps.clock.now() - retentionDays * 86_400_000;
-    let total = 0;
-    for (;;) {
-      const deleted = await this.deps.store.events.pruneEvents(before, PRUNE_BATCH);
-      total += deleted;
-      if (deleted < PRUNE_BATCH || this.#stopping) return total;
-    }
+  pruneEvents(retentionDays: number): Promise<number> {
+    return this.#pruneInBatches(retentionDays, (before) =>
+      this.deps.store.events.pruneEvents(before, PRUNE_BATCH),
+    );
   }
 
   /**
    * Deletes webhook deliveries (delivered or failed) last attempted more than `retentionDays`
    * ago: the log keeps no longer than the events it records. Pending ones stay. Returns how many.
    */
-  async pruneDeliveries(retentionDays: number): Promise<number> {
+  pruneDeliveries(retentionDays: number): Promise<number> {
+    return this.#pruneInBatches(retentionDays, (before) =>
+      this.deps.store.webhooks.pruneDeliveries(before, PRUNE_BATCH),
+    );
+  }
+
+  /** Runs `deleteBatch` (up to PRUNE_BATCH rows older than `before`) until a batch comes short. */
+  async #pruneInBatches(
+    retentionDays: number,
+    deleteBatch: (before: number) => Promise<number>,
+  ): Promise<number> {
     const before = this.deps.clock.now() - retentionDays * 86_400_000;
     let total = 0;
     for (;;) {
-      const deleted = await this.deps.store.webhooks.pruneDeliveries(before, PRUNE_BATCH);
+      const deleted = await deleteBatch(before);
       total += deleted;
       if (deleted < PRUNE_BATCH || this.#stopping) return total;
     }
