@@ -35,7 +35,8 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
 }
-interface Run {
+/** One profiled run of a scenario, as bench/run.ts records it beside the profiles. */
+export interface ProfiledRun {
   scenario: string;
   file: string;
   answered: number;
@@ -190,7 +191,7 @@ interface Tally {
   unmatched: Map<string, number>;
 }
 
-function tallyRuns(runs: Run[]): Map<string, Tally> {
+function tallyRuns(runs: ProfiledRun[]): Map<string, Tally> {
   const tallies = new Map<string, Tally>();
   for (const run of runs) {
     const profile = JSON.parse(readFileSync(run.file, 'utf8')) as Profile;
@@ -273,7 +274,7 @@ function main(): void {
   }
   const stacksAt = args.indexOf('--stacks');
   const stacks = stacksAt === -1 ? 0 : Number(args[stacksAt + 1] ?? 10);
-  const runs = JSON.parse(readFileSync(listPath, 'utf8')) as Run[];
+  const runs = JSON.parse(readFileSync(listPath, 'utf8')) as ProfiledRun[];
   const tallies = tallyRuns(runs);
   const print = (line: string) => process.stdout.write(`${line}\n`);
   const figures = [...tallies].map(([scenario, tally]) => ({

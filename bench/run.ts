@@ -24,6 +24,7 @@ import { POSTGRES_DEFAULTS } from '../src/store/postgres/postgres-store.js';
 import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
 import { preAuthScenarios } from './pre-auth.js';
 import type { Load, RequestShape, Scenario } from './scenario.js';
+import type { ProfiledRun } from './profile-steps.js';
 import {
   type Peer,
   externalTokenValidation,
@@ -491,14 +492,7 @@ const perfRuns: { scenario: string; file: string; answered: number }[] = [];
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 /** The sampling interval of BENCH_CPU_PROF, in µs. */
 const CPU_PROF_INTERVAL_US = Number(process.env.BENCH_CPU_PROF_INTERVAL ?? 250);
-const cpuProfRuns: {
-  scenario: string;
-  file: string;
-  answered: number;
-  intervalUs: number;
-  mainThreadCpuUs: number;
-  processCpuUs: number;
-}[] = [];
+const cpuProfRuns: ProfiledRun[] = [];
 
 /** A Chrome DevTools Protocol session with Tessera's inspector (Node's global WebSocket). */
 interface Inspector {
