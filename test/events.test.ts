@@ -296,6 +296,11 @@ describe('GET /events', () => {
       'since=yesterday',
       'resource_type=group',
       'unknown=1',
+      // PostgreSQL refuses a NUL in a query's text: a 400 here, never a 500 from the store.
+      'actor_id=%00',
+      'actor_id=a%0Ab',
+      'client_id=%00',
+      'client_id=no%20spaces',
     ]) {
       const problem = problemOf(await call(ctx, 'GET', `/events?${query}`), 400);
       assert.ok(problem.errors?.length, query);

@@ -4998,6 +4998,10 @@ export interface operations {
             query?: {
                 /** @description Event types, comma-separated; `application.*` matches every application event. */
                 type?: string;
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
                 client_id?: string;
                 actor_id?: string;
                 resource_type?: "application" | "user" | "api_key" | "signing_key" | "webhook";

@@ -1,5 +1,12 @@
 import { type Static, Type } from 'typebox';
-import { Nullable, StringEnum, Timestamp, toTimestamp } from '../../http/schemas.js';
+import {
+  CONTROL_AND_SURROGATES,
+  Nullable,
+  StringEnum,
+  Timestamp,
+  toTimestamp,
+} from '../../http/schemas.js';
+import { ClientId } from '../applications/applications.schemas.js';
 import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import type { EventRecord } from '../../store/store.js';
@@ -30,8 +37,17 @@ export const EventQuery = Type.Object(
           'Event types, comma-separated; `application.*` matches every application event.',
       }),
     ),
-    client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    actor_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    client_id: Type.Optional(ClientId),
+    // An API key id or a word such as `cli`: no control characters, which no id holds (and
+    // PostgreSQL refuses a NUL in a query's text).
+    actor_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        pattern: `^[^${CONTROL_AND_SURROGATES}]*$`,
+        [RULE_KEYWORD]: '1–128 characters without control characters',
+      }),
+    ),
     resource_type: Type.Optional(StringEnum(RESOURCE_TYPES)),
     since: Type.Optional(
       Type.String({
