@@ -56,7 +56,7 @@ export function preAuthScenarios(options: { apiKey: string; usersPath: string })
       expect,
       next: () => shape,
       samples: () => [shape],
-      twin: { expect, next: () => plain },
+      twin: { kind: 'plain-body', expect, next: () => plain },
     };
   };
   return [

@@ -84,12 +84,16 @@ interface RunFigures {
 const BARE = 'bare server';
 const PEER = 'oidc-provider client_credentials';
 const TWIN = 'a plain body of the same size';
-type ReferenceName = typeof BARE | typeof PEER | typeof TWIN;
+const GET_USER = 'GET user on Tessera';
+type ReferenceName = typeof BARE | typeof PEER | typeof TWIN | typeof GET_USER;
 
 interface ScenarioResult {
   name: string;
   description: string;
-  /** What Tessera is measured against: the bare server, the peer (oidc-provider), or its twin. */
+  /**
+   * What Tessera is measured against: the bare server, the peer (oidc-provider), its twin (a
+   * plain body), or GET user on Tessera (the SCIM lookups).
+   */
   referenceName: ReferenceName;
   tessera: { rps: number; cpuUs: number; p50: number; p99: number; peakRssMb: number };
   reference: { rps: number; cpuUs: number; p50: number; p99: number };
@@ -238,6 +242,7 @@ function scenarios(apiKey: string, deepCursor: string): Scenario[] {
       expect: 200,
       next: () => scimLookup('userName', randomUser()),
       samples: () => [scimLookup('userName', randomUser())],
+      twin: { kind: 'get-user', expect: 200, next: getUser },
     },
     {
       name: 'scim-externalid-eq',
@@ -245,6 +250,7 @@ function scenarios(apiKey: string, deepCursor: string): Scenario[] {
       expect: 200,
       next: () => scimLookup('externalId', externalId(randomRow())),
       samples: () => [scimLookup('externalId', externalId(randomRow()))],
+      twin: { kind: 'get-user', expect: 200, next: getUser },
     },
     {
       name: 'mixed',
@@ -291,15 +297,15 @@ const TARGETS: Record<StoreKind, Target[]> = {
     rssTarget,
   ],
 };
-// Issue 13: a SCIM lookup by userName or externalId within 1.5x of GET user (same store).
+// Issue 13: a SCIM lookup by userName or externalId within 1.5x of GET user (same store). Both
+// are measured in the lookup's own rounds, alternated: GET user req/s / lookup req/s, median.
 for (const targets of Object.values(TARGETS)) {
   for (const scenario of ['scim-username-eq', 'scim-externalid-eq']) {
     targets.push({
       scenario,
-      description: 'req/s >= GET user req/s / 1.5',
+      description: 'GET user req/s / lookup req/s <= 1.5 (alternated rounds)',
       check: (results) => {
-        const getUser = results.get('get-user')?.tessera.rps ?? Number.NaN;
-        const value = getUser / results.get(scenario)!.tessera.rps;
+        const value = 1 / results.get(scenario)!.ratio;
         return { value, met: value <= 1.5 };
       },
     });
@@ -843,7 +849,13 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
         name: scenario.name,
         description: scenario.description,
         referenceName:
-          scenario.twin !== undefined ? TWIN : scenario.peer === undefined ? BARE : PEER,
+          scenario.twin !== undefined
+            ? scenario.twin.kind === 'get-user'
+              ? GET_USER
+              : TWIN
+            : scenario.peer === undefined
+              ? BARE
+              : PEER,
         tessera: {
           rps: median(rounds.map((r) => r.tessera.rps)),
           cpuUs: median(rounds.map((r) => r.tessera.cpuUs)),
@@ -946,12 +958,16 @@ function printTable(reports: StoreReport[]): void {
       [BARE, 'bare'],
       [PEER, 'peer'],
       [TWIN, 'twin'],
+      [GET_USER, 'GET'],
     ] as const) {
       const scenarios = report.scenarios.filter((s) => s.referenceName === name);
       if (scenarios.length === 0) continue;
       if (name === PEER) lines.push(`  against the peer, ${PEER} (tokens/s):`);
       if (name === TWIN) {
         lines.push(`  hostile bodies against ${TWIN} (twin), on Tessera; ratio of CPU µs/req:`);
+      }
+      if (name === GET_USER) {
+        lines.push(`  SCIM lookups against ${GET_USER}, rounds alternated; ratio of req/s:`);
       }
       header(label);
       for (const s of scenarios) {

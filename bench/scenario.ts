@@ -27,9 +27,10 @@ export interface Scenario extends Load {
    */
   peer?: Load;
   /**
-   * Measured against this load on Tessera itself (a plain request of the same size), in
-   * alternation, instead of against the bare server: what a hostile request costs over a
-   * harmless one.
+   * Measured against this load on Tessera itself, in alternation, instead of against the bare
+   * server: what a hostile request costs over a plain one of the same size, or what a SCIM lookup
+   * costs over GET user. Both sides share every round, so a machine whose speed drifts during
+   * the run moves them together.
    */
-  twin?: Load;
+  twin?: Load & { kind: 'plain-body' | 'get-user' };
 }
