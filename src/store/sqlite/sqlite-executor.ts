@@ -86,23 +86,31 @@ export class SqliteExecutor implements SqlExecutor {
   write(statements: readonly CompiledQuery[], options: WriteOptions = {}): Promise<number[]> {
     // WriteOptions.serializable needs nothing here: with one writer connection, SQLite
     // transactions are serializable already. A throw inside the work rolls back its savepoint.
-    // Events go in the write's own savepoint: with it, or not at all. One writer at a time
-    // holds the database, so AUTOINCREMENT hands out ids in commit order.
+    // Events go in the write's transaction, after the batch's savepoints (the batcher says
+    // why): with their write, or not at all. One writer at a time holds the database, so
+    // AUTOINCREMENT hands out ids in commit order.
     const events = this.#recordEvents ? (options.events ?? []) : [];
-    return this.#batcher.run(() => {
-      const changed = statements.map((query) => {
-        const changes = this.#prepare(query.sql).run(...query.parameters).changes;
-        if (changes === 0 && options.everyStatementChanges === true) {
-          throw new ConditionFailedError('a conditional statement changed no row');
-        }
-        return changes;
-      });
-      if (events.length > 0 && changed.every((changes) => changes > 0)) {
-        const insert = this.#insertEvent;
-        for (const event of events) insert.run(EVENT_COLUMNS.map((column) => event[column]));
-      }
-      return changed;
-    });
+    let changedEveryRow = false;
+    return this.#batcher.run(
+      () => {
+        const changed = statements.map((query) => {
+          const changes = this.#prepare(query.sql).run(...query.parameters).changes;
+          if (changes === 0 && options.everyStatementChanges === true) {
+            throw new ConditionFailedError('a conditional statement changed no row');
+          }
+          return changes;
+        });
+        changedEveryRow = changed.every((changes) => changes > 0);
+        return changed;
+      },
+      events.length === 0
+        ? undefined
+        : () => {
+            if (!changedEveryRow) return;
+            const insert = this.#insertEvent;
+            for (const event of events) insert.run(EVENT_COLUMNS.map((column) => event[column]));
+          },
+    );
   }
 
   ping(): Promise<void> {

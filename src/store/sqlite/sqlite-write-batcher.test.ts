@@ -143,6 +143,44 @@ describe('SqliteWriteBatcher', () => {
     assert.equal(db.inTransaction, false);
   });
 
+  it("runs the succeeded jobs' afterwards after every savepoint, in order, in the same transaction", async () => {
+    const seen: { name: string; inTransaction: boolean; names: unknown[] }[] = [];
+    const afterwards = (name: string) => () => {
+      seen.push({ name, inTransaction: db.inTransaction, names: itemNames(db) });
+      insertItem(db, `${name} event`)();
+    };
+    await batcher.run(insertItem(db, 'taken'));
+    const outcomes = await Promise.allSettled([
+      batcher.run(insertItem(db, 'a'), afterwards('a')),
+      batcher.run(insertItem(db, 'taken'), afterwards('refused')),
+      batcher.run(insertItem(db, 'b'), afterwards('b')),
+    ]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    // Both writes had run when the first afterwards did; the refused write's never ran.
+    assert.deepEqual(seen, [
+      { name: 'a', inTransaction: true, names: ['a', 'b', 'taken'] },
+      { name: 'b', inTransaction: true, names: ['a', 'a event', 'b', 'taken'] },
+    ]);
+    assert.deepEqual(itemNames(db), ['a', 'a event', 'b', 'b event', 'taken']);
+  });
+
+  it('refuses every job of a batch whose afterwards fails, and writes none of them', async () => {
+    const outcomes = await Promise.allSettled([
+      batcher.run(insertItem(db, 'a'), insertItem(db, 'a event')),
+      batcher.run(insertItem(db, 'b'), insertItem(db, 'a event')),
+    ]);
+    for (const outcome of outcomes) {
+      assert.ok(outcome.status === 'rejected' && outcome.reason instanceof DuplicateError);
+    }
+    assert.equal(db.inTransaction, false);
+    assert.deepEqual(itemNames(db), []);
+    assert.deepEqual(await batcher.run(insertItem(db, 'c'), insertItem(db, 'c event')), [1]);
+    assert.deepEqual(itemNames(db), ['c', 'c event']);
+  });
+
   it('drains once every write queued so far is settled', async () => {
     await batcher.drain();
     const settled: string[] = [];
