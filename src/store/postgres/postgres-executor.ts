@@ -341,35 +341,44 @@ const EVENT_COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
 };
 
 /**
- * `INSERT INTO events_pending … SELECT … FROM (VALUES …)` of a write's events, its parameters
+ * `INSERT INTO events_pending … SELECT … FROM (VALUES …)` of `count` events, its parameters
  * numbered from `first`; `where` (SQL) filters the rows. The pending keys follow the events'
  * order (ORDER BY n), which the sequencer keeps. No lock beyond the new rows': transactions
  * that record events commit together, sharing WAL flushes; ids come after the commit
  * (EventSequencer).
  */
-function pendingEventsInsert(events: readonly EventRow[], first: number, where: string) {
-  const parameters: unknown[] = [];
-  const rows = events.map((event, index) => {
-    const slots = [`${index + 1}`];
-    for (const column of EVENT_COLUMNS) {
-      parameters.push(event[column]);
-      slots.push(`$${first + parameters.length - 1}::${EVENT_COLUMN_TYPES[column]}`);
-    }
-    return `(${slots.join(', ')})`;
+function pendingEventsInsert(count: number, first: number, where: string): string {
+  const rows = Array.from({ length: count }, (_, index) => {
+    const slots = EVENT_COLUMNS.map(
+      (column, offset) =>
+        `$${first + index * EVENT_COLUMNS.length + offset}::${EVENT_COLUMN_TYPES[column]}`,
+    );
+    return `(${index + 1}, ${slots.join(', ')})`;
   });
   const columns = EVENT_COLUMNS.join(', ');
-  const text =
+  return (
     `insert into events_pending (${columns}) ` +
     `select ${EVENT_COLUMNS.map((column) => `v.${column}`).join(', ')} ` +
-    `from (values ${rows.join(', ')}) as v (n, ${columns}) ${where}order by v.n`;
-  return { text, parameters };
+    `from (values ${rows.join(', ')}) as v (n, ${columns}) ${where}order by v.n`
+  );
+}
+
+/** The parameters of pendingEventsInsert: each event's columns, in order. */
+function pendingEventsParameters(events: readonly EventRow[]): unknown[] {
+  return events.flatMap((event) => EVENT_COLUMNS.map((column) => event[column]));
 }
 
 /** The events of a transaction, as its last statement. */
 function insertPendingEvents(events: readonly EventRow[]): CompiledQuery {
-  const { text, parameters } = pendingEventsInsert(events, 1, '');
-  return CompiledQuery.raw(text, parameters);
+  return CompiledQuery.raw(
+    pendingEventsInsert(events.length, 1, ''),
+    pendingEventsParameters(events),
+  );
 }
+
+/** withPendingEvents' statement text per write text and event count (a few shapes in use). */
+const combinedTexts = new Map<string, string>();
+const COMBINED_TEXTS_KEPT = 500;
 
 /**
  * One statement doing a lone write and inserting its events when it changed a row:
@@ -381,19 +390,24 @@ function withPendingEvents(
   write: CompiledQuery,
   events: readonly EventRow[],
 ): CompiledQuery | undefined {
-  if (!/^(insert|update|delete) /i.test(write.sql) || /\breturning\b/i.test(write.sql)) {
-    return undefined;
+  const key = `${events.length}:${write.sql}`;
+  let text = combinedTexts.get(key);
+  if (text === undefined) {
+    if (!/^(insert|update|delete) /i.test(write.sql) || /\breturning\b/i.test(write.sql)) {
+      return undefined;
+    }
+    const pending = pendingEventsInsert(
+      events.length,
+      write.parameters.length + 1,
+      'where exists (select 1 from w) ',
+    );
+    text =
+      `with w as (${write.sql} returning 1), e as (${pending}) ` +
+      'select count(*)::integer as changed from w';
+    if (combinedTexts.size >= COMBINED_TEXTS_KEPT) combinedTexts.clear();
+    combinedTexts.set(key, text);
   }
-  const pending = pendingEventsInsert(
-    events,
-    write.parameters.length + 1,
-    'where exists (select 1 from w) ',
-  );
-  return CompiledQuery.raw(
-    `with w as (${write.sql} returning 1), e as (${pending.text}) ` +
-      'select count(*)::integer as changed from w',
-    [...write.parameters, ...pending.parameters],
-  );
+  return CompiledQuery.raw(text, [...write.parameters, ...pendingEventsParameters(events)]);
 }
 
 const LOCK_TABLE_RACES = new Set(['23505', '42P07', '42710', '40P01']);
