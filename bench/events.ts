@@ -4,7 +4,7 @@
 // the median of the rounds is reported. Target: with events, within 15% of without.
 //
 //   npm run build && node --import tsx bench/events.ts
-//   BENCH_STORES=sqlite BENCH_DURATION=4 BENCH_ROUNDS=3 BENCH_CONNECTIONS=16 …
+//   BENCH_STORES=sqlite BENCH_DURATION=4 BENCH_ROUNDS=3 BENCH_CONNECTIONS=16 BENCH_WARMUP=1 …
 
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,8 @@ import { type ServerProcess, startServerProcess } from '../test/run-server.js';
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 const DURATION_MS = Number(process.env.BENCH_DURATION ?? 4) * 1000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** Driven, unmeasured, before each measured run: the server's and the load generator's JIT. */
+const WARMUP_MS = Number(process.env.BENCH_WARMUP ?? 1) * 1000;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const TARGET = 0.85;
@@ -34,8 +36,14 @@ async function start(databaseUrl: string, withEvents: boolean, key: string, data
   });
 }
 
-/** Requests per second of CONNECTIONS loops doing `scenario` for DURATION_MS. */
-async function drive(server: ServerProcess, key: string, scenario: Scenario, run: string) {
+/** Requests per second of CONNECTIONS loops doing `scenario` for `durationMs`. */
+async function drive(
+  server: ServerProcess,
+  key: string,
+  scenario: Scenario,
+  run: string,
+  durationMs: number,
+) {
   const headers = { authorization: `apikey ${key}`, 'content-type': 'application/json' };
   const base = `${server.baseUrl}/iam/api/v1/applications/bench/users`;
   const body = (n: string, name: string) =>
@@ -58,7 +66,7 @@ async function drive(server: ServerProcess, key: string, scenario: Scenario, run
   }
   let done = 0;
   let failed = 0;
-  const until = Date.now() + DURATION_MS;
+  const until = Date.now() + durationMs;
   await Promise.all(
     own.map(async (mine, c) => {
       for (let i = 0; Date.now() < until; i++) {
@@ -77,7 +85,7 @@ async function drive(server: ServerProcess, key: string, scenario: Scenario, run
     }),
   );
   if (failed > 0) throw new Error(`${scenario}: ${failed} requests failed`);
-  return done / (DURATION_MS / 1000);
+  return done / (durationMs / 1000);
 }
 
 const median = (values: number[]) =>
@@ -117,7 +125,8 @@ async function benchStore(kind: string) {
             if (created.status !== 201) throw new Error(`setup: ${created.status}`);
           }
           for (const scenario of ['create-user', 'put-user'] as const) {
-            const rps = await drive(server, key, scenario, `r${run}`);
+            if (WARMUP_MS > 0) await drive(server, key, scenario, `w${run}`, WARMUP_MS);
+            const rps = await drive(server, key, scenario, `r${run}`, DURATION_MS);
             results[scenario][withEvents ? 'on' : 'off'].push(rps);
           }
         } finally {
