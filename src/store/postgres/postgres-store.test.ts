@@ -351,6 +351,44 @@ describe('PostgreSQL store', { skip }, () => {
       }
     });
 
+    it('vacuums events_pending once it has moved 5,000 rows out of it, autovacuum or not', async () => {
+      const schema = await createTestSchema();
+      const store = await openTestPostgresStore({ schema });
+      await store.migrate();
+      const vacuums = async () => {
+        await client.query('select pg_stat_clear_snapshot()');
+        const { rows } = await client.query<{ n: string }>(
+          `select vacuum_count as n from pg_stat_user_tables
+            where schemaname = $1 and relname = 'events_pending'`,
+          [schema],
+        );
+        return Number(rows[0]?.n ?? 0);
+      };
+      try {
+        // 5,000 committed events, as writers leave them (this machine's PostgreSQL may run
+        // without autovacuum, and autovacuum would wait a minute anyway).
+        await client.query(
+          `insert into ${schema}.events_pending
+             (type, occurred_at, actor_type, actor_id, client_id, resource_type, resource_id)
+           select 'application.created', 1700000000000, 'api_key', 'key-1', 'app-' || n,
+                  'application', '{}'
+             from generate_series(1, 5000) as n`,
+        );
+        assert.equal(await vacuums(), 0);
+        const read = await store.events.listEvents(EVERYTHING, { after: null, limit: 1 });
+        assert.equal(read[0]?.clientId, 'app-1');
+        const deadline = Date.now() + 10_000;
+        while ((await vacuums()) === 0 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        assert.equal(await vacuums(), 1);
+        assert.equal(await count(client, `${schema}.events`), 5000);
+      } finally {
+        await store.close();
+        await dropSchema(schema);
+      }
+    });
+
     it('leaves nothing pending for a write that failed or changed nothing', async () => {
       const store = await openTestPostgresStore();
       await store.migrate();
