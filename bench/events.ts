@@ -4,7 +4,7 @@
 // the median of the rounds is reported. Target: with events, within 15% of without.
 //
 //   npm run build && node --import tsx bench/events.ts
-//   BENCH_STORES=sqlite BENCH_DURATION=4 BENCH_ROUNDS=3 BENCH_CONNECTIONS=16 BENCH_WARMUP=1 …
+//   BENCH_STORES=sqlite BENCH_DURATION=4 BENCH_ROUNDS=5 BENCH_CONNECTIONS=16 BENCH_WARMUP=1 …
 
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { type ServerProcess, startServerProcess } from '../test/run-server.js';
 
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 const DURATION_MS = Number(process.env.BENCH_DURATION ?? 4) * 1000;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 /** Driven, unmeasured, before each measured run: the server's and the load generator's JIT. */
 const WARMUP_MS = Number(process.env.BENCH_WARMUP ?? 1) * 1000;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
