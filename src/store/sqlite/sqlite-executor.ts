@@ -90,23 +90,19 @@ export class SqliteExecutor implements SqlExecutor {
     // why): with their write, or not at all. One writer at a time holds the database, so
     // AUTOINCREMENT hands out ids in commit order.
     const events = this.#recordEvents ? (options.events ?? []) : [];
-    let changedEveryRow = false;
     return this.#batcher.run(
-      () => {
-        const changed = statements.map((query) => {
+      () =>
+        statements.map((query) => {
           const changes = this.#prepare(query.sql).run(...query.parameters).changes;
           if (changes === 0 && options.everyStatementChanges === true) {
             throw new ConditionFailedError('a conditional statement changed no row');
           }
           return changes;
-        });
-        changedEveryRow = changed.every((changes) => changes > 0);
-        return changed;
-      },
+        }),
       events.length === 0
         ? undefined
-        : () => {
-            if (!changedEveryRow) return;
+        : (changed) => {
+            if (!changed.every((changes) => changes > 0)) return;
             const insert = this.#insertEvent;
             for (const event of events) insert.run(EVENT_COLUMNS.map((column) => event[column]));
           },

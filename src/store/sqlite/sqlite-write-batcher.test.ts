@@ -144,9 +144,10 @@ describe('SqliteWriteBatcher', () => {
   });
 
   it("runs the succeeded jobs' afterwards after every savepoint, in order, in the same transaction", async () => {
-    const seen: { name: string; inTransaction: boolean; names: unknown[] }[] = [];
-    const afterwards = (name: string) => () => {
-      seen.push({ name, inTransaction: db.inTransaction, names: itemNames(db) });
+    const seen: { name: string; changes: number[]; inTransaction: boolean; names: unknown[] }[] =
+      [];
+    const afterwards = (name: string) => (changes: number[]) => {
+      seen.push({ name, changes, inTransaction: db.inTransaction, names: itemNames(db) });
       insertItem(db, `${name} event`)();
     };
     await batcher.run(insertItem(db, 'taken'));
@@ -161,8 +162,8 @@ describe('SqliteWriteBatcher', () => {
     );
     // Both writes had run when the first afterwards did; the refused write's never ran.
     assert.deepEqual(seen, [
-      { name: 'a', inTransaction: true, names: ['a', 'b', 'taken'] },
-      { name: 'b', inTransaction: true, names: ['a', 'a event', 'b', 'taken'] },
+      { name: 'a', changes: [1], inTransaction: true, names: ['a', 'b', 'taken'] },
+      { name: 'b', changes: [1], inTransaction: true, names: ['a', 'a event', 'b', 'taken'] },
     ]);
     assert.deepEqual(itemNames(db), ['a', 'a event', 'b', 'b event', 'taken']);
   });

@@ -5,8 +5,8 @@ import { isBusy, translateSqliteError } from './sqlite-errors.js';
 
 interface Job {
   work: () => number[];
-  /** Run after every savepoint of the batch, when work succeeded (see run). */
-  afterwards: (() => void) | undefined;
+  /** Run after every savepoint of the batch with work's change counts, when it succeeded. */
+  afterwards: ((changes: number[]) => void) | undefined;
   resolve: (changes: number[]) => void;
   reject: (error: unknown) => void;
   /** Until when this write may wait for another process to release the write lock. */
@@ -76,9 +76,9 @@ export class SqliteWriteBatcher {
 
   /**
    * Queues a write: `work` runs in its own savepoint and returns the changed-row counts;
-   * `afterwards`, when given, runs after the batch's savepoints if `work` succeeded.
+   * `afterwards`, when given, runs with them after the batch's savepoints if `work` succeeded.
    */
-  run(work: () => number[], afterwards?: () => void): Promise<number[]> {
+  run(work: () => number[], afterwards?: (changes: number[]) => void): Promise<number[]> {
     if (!this.db.open) {
       return Promise.reject(new StoreUnavailableError('the database is closed', 'all'));
     }
@@ -183,7 +183,8 @@ export class SqliteWriteBatcher {
   #runAfterwards(jobs: Job[], outcomes: Outcome[]): unknown {
     try {
       jobs.forEach((job, index) => {
-        if (outcomes[index]!.ok) job.afterwards?.();
+        const outcome = outcomes[index]!;
+        if (outcome.ok) job.afterwards?.(outcome.value);
       });
       return undefined;
     } catch (error) {
