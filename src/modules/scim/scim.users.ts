@@ -145,22 +145,15 @@ export function toScimUser(
     resource.photos = [{ value: user.avatar, type: 'photo', primary: true }];
   }
   resource.active = user.active;
-  const held: Json[] = [];
-  if (groups.length > 0) {
-    // A Set only pays for itself past a handful of roles.
-    const roles = user.roles.length > 8 ? new Set(user.roles) : null;
-    for (const group of groups) {
-      if (roles === null ? !user.roles.includes(group.displayName) : !roles.has(group.displayName))
-        continue;
-      held.push({
-        value: group.id,
-        $ref: `${base}/Groups/${group.id}`,
-        display: group.displayName,
-        type: 'direct',
-      });
-    }
-  }
-  resource.groups = held;
+  const roles = groups.length === 0 ? null : new Set(user.roles);
+  resource.groups = groups
+    .filter((group) => roles?.has(group.displayName))
+    .map((group) => ({
+      value: group.id,
+      $ref: `${base}/Groups/${group.id}`,
+      display: group.displayName,
+      type: 'direct',
+    }));
   resource.meta = {
     resourceType: 'User',
     created: toTimestamp(user.createdAt),
