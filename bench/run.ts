@@ -86,6 +86,7 @@ const PEER = 'oidc-provider client_credentials';
 const TWIN = 'a plain body of the same size';
 const GET_USER = 'GET user on Tessera';
 type ReferenceName = typeof BARE | typeof PEER | typeof TWIN | typeof GET_USER;
+const TWIN_REFERENCES = { 'plain-body': TWIN, 'get-user': GET_USER } as const;
 
 interface ScenarioResult {
   name: string;
@@ -850,9 +851,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
         description: scenario.description,
         referenceName:
           scenario.twin !== undefined
-            ? scenario.twin.kind === 'get-user'
-              ? GET_USER
-              : TWIN
+            ? TWIN_REFERENCES[scenario.twin.kind]
             : scenario.peer === undefined
               ? BARE
               : PEER,
