@@ -397,6 +397,8 @@ describe('tessera signing-keys', () => {
         (await runCli(database, ['signing-keys', 'list', '--json'])).stdout,
       ) as SigningKeyJson[]
     ).filter((key) => key.state === 'active');
+    // Hex, so never taken for an option (a base64url kid began with '-' one time in 64).
+    assert.match(active!.kid, /^[0-9a-f]{32}$/);
     const result = await runCli(database, ['signing-keys', 'revoke', active!.kid, '--json']);
     assert.equal(result.code, 0, result.stderr);
     const summary = JSON.parse(result.stdout) as {

@@ -387,8 +387,9 @@ async function generateSigningKey(
     extractable: true,
     ...(algorithm === 'EdDSA' ? { crv: 'Ed25519' } : {}),
   });
-  // 128 random bits: unguessable, and safe in any URL or header.
-  const kid = randomBytes(16).toString('base64url');
+  // 128 random bits in hex: unguessable, and safe in any URL, header or command line (base64url
+  // began with '-' one time in 64, which `tessera signing-keys revoke KID` took for an option).
+  const kid = randomBytes(16).toString('hex');
   const privateJwk = JSON.stringify(await exportJWK(privateKey));
   return {
     kid,
