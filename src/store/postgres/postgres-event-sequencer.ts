@@ -7,10 +7,11 @@ import { isRetryable, releaseFailedTransaction } from './postgres-errors.js';
 const BATCH = 1000;
 /**
  * How soon after a local commit with events a round runs; commits meanwhile share it. Readers
- * run their own round first (settle), so this only keeps events_pending short: each round is a
- * transaction with its own WAL flush, which writers would otherwise share at a few hundred a second.
+ * run their own round first (settle), so this only keeps events_pending short. A round costs
+ * about a millisecond of PostgreSQL's CPU whatever it moves (planning, its own transaction and
+ * WAL flush); fewer, larger rounds cost writes less (bench/README.md, "What the audit trail costs").
  */
-const AFTER_COMMIT_MS = 50;
+const AFTER_COMMIT_MS = 200;
 /** How often a sequencing transaction that hit a serialization failure or deadlock is run again. */
 const ATTEMPTS = 8;
 /** How often a round runs regardless: events another instance committed and never sequenced. */
@@ -21,7 +22,12 @@ const PERIOD_MS = 1000;
  * DELETE) read them all until a VACUUM: 5,000 rows are about 600 pages.
  */
 const VACUUM_AFTER_ROWS = 5000;
-const VACUUM_SQL = 'vacuum (skip_locked) events_pending';
+/**
+ * TRUNCATE false: a queue's emptied pages are filled again within the second. Truncating them
+ * takes an ACCESS EXCLUSIVE lock on the table, which every writer's INSERT then waits for, and
+ * the next inserts extend the file again (both seen as waits in pg_stat_activity under load).
+ */
+const VACUUM_SQL = 'vacuum (skip_locked, truncate false) events_pending';
 
 const columns = EVENT_COLUMNS.join(', ');
 
