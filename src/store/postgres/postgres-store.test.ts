@@ -320,6 +320,37 @@ describe('PostgreSQL store', { skip }, () => {
       }
     });
 
+    it('keeps the events pending at an upgrade past 0011 and numbers them in their order', async () => {
+      const schema = await createTestSchema();
+      // A database of the build before 0011, whose instance was stopped with events pending.
+      const before0011 = Object.fromEntries(
+        Object.entries(postgresMigrations).filter(([name]) => name < '0011'),
+      );
+      const former = await openTestPostgresStore({ schema, migrations: before0011 });
+      await former.migrate();
+      await former.close();
+      for (const name of ['upgrade-1', 'upgrade-2', 'upgrade-3']) {
+        await insertPending(client, schema, 'application.created', name);
+      }
+      const upgraded = await openTestPostgresStore({ schema });
+      try {
+        await upgraded.migrate();
+        // New writes queue behind the ones from before the upgrade.
+        await upgraded.applications.insertApplication(applicationRecord('after-upgrade'), [
+          eventOf('application.created', 'after-upgrade'),
+        ]);
+        const read = await upgraded.events.listEvents(EVERYTHING, { after: null, limit: 100 });
+        assert.deepEqual(
+          read.map((event) => event.clientId),
+          ['upgrade-1', 'upgrade-2', 'upgrade-3', 'after-upgrade'],
+        );
+        assert.equal(await count(client, `${schema}.events_pending`), 0);
+      } finally {
+        await upgraded.close();
+        await dropSchema(schema);
+      }
+    });
+
     it('sequences the pending events of an instance that was killed, without a reader', async () => {
       const schema = await createTestSchema();
       const first = await openTestPostgresStore({ schema });

@@ -34,7 +34,8 @@ export interface DialectTypes {
  * edited: add a new one.
  *
  * Portability (CockroachDB, YugabyteDB): plain tables, B-tree indexes, no extensions, no
- * triggers; one identity column (events_pending's key, which only orders pending events). JSON values are `text`, never `jsonb`: a stored object comes back
+ * triggers; one identity column (events_pending's key, which only orders pending events, and
+ * has no index). JSON values are `text`, never `jsonb`: a stored object comes back
  * byte for byte as written (jsonb reorders members and refuses \u0000).
  */
 export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
@@ -348,6 +349,21 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
           .on('webhook_deliveries')
           .column('last_attempt_at')
           .execute();
+      },
+    },
+    '0011_event_queue_unindexed': {
+      async up(db: Kysely<unknown>) {
+        // PostgreSQL: events_pending loses its primary-key index. Its keys come from a
+        // sequence, so every writer inserted into the index's last page, and concurrent writers
+        // queued on that page's lock: 16 writers at the store layer made 2,030 writes/s with the
+        // index and 2,440 without, ten alternated pairs (bench/README.md). The sequencer reads
+        // the whole (short) table anyway. Rows stay whole for logical replication (replica
+        // identity).
+        if (types.eventIds !== 'sequence-row') return;
+        await sql`alter table events_pending drop constraint if exists events_pending_pkey`.execute(
+          db,
+        );
+        await sql`alter table events_pending replica identity full`.execute(db);
       },
     },
   };
