@@ -277,6 +277,20 @@ describe('PostgreSQL store', { skip }, () => {
          values ($1, 1700000000000, 'api_key', 'key-1', $2, 'application', $3)`,
         [type, clientId, JSON.stringify({ client_id: clientId })],
       );
+    /**
+     * A schema migrated (by `migrations`, or all of them) by an instance that is gone, with
+     * `application.created` events pending for `names`, in that order.
+     */
+    const leavePending = async (
+      schema: string,
+      names: string[],
+      migrations = postgresMigrations,
+    ) => {
+      const gone = await openTestPostgresStore({ schema, migrations });
+      await gone.migrate();
+      await gone.close();
+      for (const name of names) await insertPending(client, schema, 'application.created', name);
+    };
     const count = async (client: pg.Client, table: string) =>
       Number((await client.query(`select count(*) as n from ${table}`)).rows[0].n);
 
@@ -326,12 +340,7 @@ describe('PostgreSQL store', { skip }, () => {
       const before0011 = Object.fromEntries(
         Object.entries(postgresMigrations).filter(([name]) => name < '0011'),
       );
-      const former = await openTestPostgresStore({ schema, migrations: before0011 });
-      await former.migrate();
-      await former.close();
-      for (const name of ['upgrade-1', 'upgrade-2', 'upgrade-3']) {
-        await insertPending(client, schema, 'application.created', name);
-      }
+      await leavePending(schema, ['upgrade-1', 'upgrade-2', 'upgrade-3'], before0011);
       const upgraded = await openTestPostgresStore({ schema });
       try {
         await upgraded.migrate();
@@ -353,13 +362,8 @@ describe('PostgreSQL store', { skip }, () => {
 
     it('sequences the pending events of an instance that was killed, without a reader', async () => {
       const schema = await createTestSchema();
-      const first = await openTestPostgresStore({ schema });
-      await first.migrate();
-      await first.close();
       // What a killed instance leaves: events committed with their writes, never numbered.
-      for (const name of ['killed-1', 'killed-2', 'killed-3']) {
-        await insertPending(client, schema, 'application.created', name);
-      }
+      await leavePending(schema, ['killed-1', 'killed-2', 'killed-3']);
       const other = await openTestPostgresStore({ schema });
       try {
         await other.migrate();
