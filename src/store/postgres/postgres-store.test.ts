@@ -360,6 +360,32 @@ describe('PostgreSQL store', { skip }, () => {
       }
     });
 
+    it('sequences events when events_pending is in a publication that publishes deletes', async () => {
+      // Logical replication (a CDC tool's publication FOR ALL TABLES, say) refuses DELETEs on
+      // a table without a replica identity; events_pending has no key since 0011, so it
+      // carries whole rows (replica identity full) and the sequencer's DELETE goes through.
+      const store = await openTestPostgresStore();
+      await store.migrate();
+      const publication = `tessera_test_${store.schema}`;
+      await client.query(
+        `create publication ${publication} for table ${store.schema}.events_pending`,
+      );
+      try {
+        await store.applications.insertApplication(applicationRecord('published'), [
+          eventOf('application.created', 'published'),
+        ]);
+        const read = await store.events.listEvents(EVERYTHING, { after: null, limit: 100 });
+        assert.deepEqual(
+          read.map((event) => event.clientId),
+          ['published'],
+        );
+        assert.equal(await count(client, `${store.schema}.events_pending`), 0);
+      } finally {
+        await client.query(`drop publication if exists ${publication}`);
+        await store.close();
+      }
+    });
+
     it('sequences the pending events of an instance that was killed, without a reader', async () => {
       const schema = await createTestSchema();
       // What a killed instance leaves: events committed with their writes, never numbered.
