@@ -7,7 +7,8 @@
 // on. Target: with events, within 15% of without.
 //
 //   npm run build && node --import tsx bench/events.ts
-//   BENCH_STORES=sqlite BENCH_PAIRS=15 BENCH_SLICE=1.5 BENCH_CONNECTIONS=16 BENCH_WARMUP=1 …
+//   BENCH_STORES=sqlite BENCH_SCENARIOS=create-user BENCH_PAIRS=15 BENCH_SLICE=1.5 …
+//   BENCH_CONNECTIONS=16 BENCH_WARMUP=1
 //   BENCH_NOISE_FLOOR=true: both sides without events, the spread of identical servers
 
 import { randomBytes } from 'node:crypto';
@@ -18,6 +19,12 @@ import pg from 'pg';
 import { type ServerProcess, startServerProcess } from '../test/run-server.js';
 
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
+const SCENARIOS = (process.env.BENCH_SCENARIOS ?? 'create-user,put-user').split(',');
+for (const scenario of SCENARIOS) {
+  if (scenario !== 'create-user' && scenario !== 'put-user') {
+    throw new Error(`BENCH_SCENARIOS: unknown scenario ${scenario} (create-user, put-user)`);
+  }
+}
 /** Pairs of slices per scenario, and the length of one slice. */
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 15);
 const SLICE_MS = Number(process.env.BENCH_SLICE ?? 1.5) * 1000;
@@ -155,7 +162,7 @@ async function benchStore(kind: string) {
       });
       if (created.status !== 201) throw new Error(`setup: ${created.status}`);
     }
-    for (const scenario of ['create-user', 'put-user'] as const) {
+    for (const scenario of SCENARIOS as Scenario[]) {
       const own = new Map<boolean, string[]>();
       for (const [withEvents, server] of sides) {
         const names = await createOwnUsers(server, key, scenario);

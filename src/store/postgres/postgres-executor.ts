@@ -363,21 +363,32 @@ function pendingEventsInsert(count: number, first: number, where: string): strin
   );
 }
 
-/** The parameters of pendingEventsInsert: each event's columns, in order. */
-function pendingEventsParameters(events: readonly EventRow[]): unknown[] {
-  return events.flatMap((event) => EVENT_COLUMNS.map((column) => event[column]));
+/**
+ * `first` followed by the parameters of pendingEventsInsert: each event's columns, in order.
+ * Plain loops: this runs on every write that records events.
+ */
+function withEventParameters(first: readonly unknown[], events: readonly EventRow[]): unknown[] {
+  const values = first.slice();
+  for (const event of events) {
+    for (const column of EVENT_COLUMNS) values.push(event[column]);
+  }
+  return values;
 }
 
 /** The events of a transaction, as its last statement. */
 function insertPendingEvents(events: readonly EventRow[]): CompiledQuery {
   return CompiledQuery.raw(
     pendingEventsInsert(events.length, 1, ''),
-    pendingEventsParameters(events),
+    withEventParameters([], events),
   );
 }
 
-/** withPendingEvents' statement text per write text and event count (a few shapes in use). */
-const combinedTexts = new Map<string, string>();
+/**
+ * withPendingEvents' statement text per write text, then per event count (a few shapes in use).
+ * Keyed by the write's text itself: precompiled writes hand over the same string each time,
+ * whose hash V8 keeps, where a key built per call would be hashed anew.
+ */
+const combinedTexts = new Map<string, (string | undefined)[]>();
 const COMBINED_TEXTS_KEPT = 500;
 
 /**
@@ -390,8 +401,8 @@ function withPendingEvents(
   write: CompiledQuery,
   events: readonly EventRow[],
 ): CompiledQuery | undefined {
-  const key = `${events.length}:${write.sql}`;
-  let text = combinedTexts.get(key);
+  let texts = combinedTexts.get(write.sql);
+  let text = texts?.[events.length];
   if (text === undefined) {
     if (!/^(insert|update|delete) /i.test(write.sql) || /\breturning\b/i.test(write.sql)) {
       return undefined;
@@ -404,10 +415,14 @@ function withPendingEvents(
     text =
       `with w as (${write.sql} returning 1), e as (${pending}) ` +
       'select count(*)::integer as changed from w';
-    if (combinedTexts.size >= COMBINED_TEXTS_KEPT) combinedTexts.clear();
-    combinedTexts.set(key, text);
+    if (texts === undefined) {
+      if (combinedTexts.size >= COMBINED_TEXTS_KEPT) combinedTexts.clear();
+      texts = [];
+      combinedTexts.set(write.sql, texts);
+    }
+    texts[events.length] = text;
   }
-  return CompiledQuery.raw(text, [...write.parameters, ...pendingEventsParameters(events)]);
+  return CompiledQuery.raw(text, withEventParameters(write.parameters, events));
 }
 
 const LOCK_TABLE_RACES = new Set(['23505', '42P07', '42710', '40P01']);

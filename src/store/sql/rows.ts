@@ -5,6 +5,7 @@ import type {
   ApiKeyRecord,
   ApplicationMode,
   ApplicationRecord,
+  EventChange,
   EventRecord,
   EventResourceType,
   GroupRecord,
@@ -233,9 +234,27 @@ export function toEventRow(event: NewEvent): EventRow {
     client_id: event.clientId,
     resource_type: event.resource.type,
     resource_id: JSON.stringify(event.resource.id),
-    changes: event.changes === null ? null : JSON.stringify(event.changes),
+    changes: event.changes === null ? null : storedChanges(event.changes),
     request_id: event.requestId,
   };
+}
+
+type StoredChange = [member: string, before: unknown, after: unknown];
+
+/**
+ * How `changes` is stored: a JSON array of `[member, before, after]` triples. The member names
+ * `before`, `after` and `member` spelled out in every element made up over half of a created
+ * user's event row, which PostgreSQL writes twice (events_pending, then events).
+ */
+function storedChanges(changes: readonly EventChange[]): string {
+  return JSON.stringify(changes.map((change) => [change.member, change.before, change.after]));
+}
+
+/** A stored `changes`: triples, or `{member, before, after}` objects in rows written before them. */
+function parseChanges(text: string): EventChange[] {
+  return (JSON.parse(text) as (StoredChange | EventChange)[]).map((change) =>
+    Array.isArray(change) ? { member: change[0], before: change[1], after: change[2] } : change,
+  );
 }
 
 export function toEventRecord(row: Selectable<EventsTable>): EventRecord {
@@ -249,7 +268,7 @@ export function toEventRecord(row: Selectable<EventsTable>): EventRecord {
       type: row.resource_type as EventResourceType,
       id: JSON.parse(row.resource_id) as Record<string, unknown>,
     },
-    changes: row.changes === null ? null : (JSON.parse(row.changes) as EventRecord['changes']),
+    changes: row.changes === null ? null : parseChanges(row.changes),
     requestId: row.request_id,
   };
 }
