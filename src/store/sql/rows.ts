@@ -242,9 +242,10 @@ export function toEventRow(event: NewEvent): EventRow {
 type StoredChange = [member: string, before: unknown, after: unknown];
 
 /**
- * How `changes` is stored: a JSON array of `[member, before, after]` triples. The member names
- * `before`, `after` and `member` spelled out in every element made up over half of a created
- * user's event row, which PostgreSQL writes twice (events_pending, then events).
+ * How `changes` is stored: a JSON array of `[member, before, after]` triples. The key names
+ * `member`, `before` and `after` spelled out in every element were half of a created user's
+ * `changes` (410 of its 656-byte row, 208 as triples), a row PostgreSQL writes twice
+ * (events_pending, then events).
  */
 function storedChanges(changes: readonly EventChange[]): string {
   return JSON.stringify(changes.map((change) => [change.member, change.before, change.after]));
