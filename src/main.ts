@@ -4,6 +4,7 @@ import './supported-node.js';
 import { ConfigError, loadConfig } from './config.js';
 import { describeFailure } from './failures.js';
 import { startServer } from './server.js';
+import { NewerSchemaError } from './store/errors.js';
 
 try {
   await startServer(loadConfig());
@@ -13,5 +14,7 @@ try {
   if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') {
     process.stderr.write(`${(error as Error)?.stack ?? ''}\n`);
   }
-  process.exit(error instanceof ConfigError ? 2 : 1);
+  // 2: the operator must change something before a restart can help (systemd's unit does not
+  // restart on it).
+  process.exit(error instanceof ConfigError || error instanceof NewerSchemaError ? 2 : 1);
 }

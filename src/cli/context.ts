@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { createServices } from '../app.js';
 import { systemClock } from '../clock.js';
-import { loadConfig } from '../config.js';
+import { type Config, type DatabaseConfig, loadConfig } from '../config.js';
 import { describeFailure } from '../failures.js';
 import { StoreUnavailableError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
@@ -31,14 +31,24 @@ export interface CliContext {
   /** Prints a value as indented JSON on standard output. */
   printJson(value: unknown): void;
   /** Runs `work` on the configured database (see withStore). */
-  withStore<T>(work: (store: Store) => Promise<T>, options?: { create?: boolean }): Promise<T>;
+  withStore<T>(work: (store: Store) => Promise<T>, options?: WithStoreOptions): Promise<T>;
+  /** The configuration the environment gives (ConfigError when it is invalid). */
+  config(): Config;
   servicesFor(store: Store): ReturnType<typeof createServices>;
+}
+
+export interface WithStoreOptions {
+  /** Create the database when it does not exist (serve and migrate only). */
+  create?: boolean;
+  /** Apply pending migrations first (default); false leaves the database as it is. */
+  migrate?: boolean;
 }
 
 export function createCliContext(io: CliIo): CliContext {
   const config = () => loadConfig(io.env);
   return {
     io,
+    config,
     print: (text) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
     printJson: (value) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`),
     withStore: (work, options) => withStore(config(), work, options),
@@ -60,7 +70,7 @@ export function createCliContext(io: CliIo): CliContext {
 async function withStore<T>(
   { database }: ReturnType<typeof loadConfig>,
   work: (store: Store) => Promise<T>,
-  options: { create?: boolean } = {},
+  options: WithStoreOptions = {},
 ): Promise<T> {
   if (database.kind === 'sqlite' && options.create !== true) {
     if (database.path === ':memory:') {
@@ -74,7 +84,7 @@ async function withStore<T>(
   }
   const store = openStore(database, { mustExist: options.create !== true });
   try {
-    await store.migrate();
+    if (options.migrate !== false) await store.migrate();
     return await work(store);
   } catch (error) {
     if (database.kind === 'postgres' && isConnectionRefusal(error)) {
@@ -97,6 +107,13 @@ function isConnectionRefusal(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   // 28: invalid authorization; 3D000: no such database.
   return typeof code === 'string' && (code.startsWith('28') || code === '3D000');
+}
+
+/** The database for an operator's eyes: the SQLite path, or PostgreSQL's host, port and name. */
+export function describeDatabase(database: DatabaseConfig): string {
+  if (database.kind === 'sqlite') return database.path;
+  const name = new URL(database.url).pathname.slice(1);
+  return `PostgreSQL at ${serverOf(database.url)}${name === '' ? '' : `/${decodeURIComponent(name)}`}`;
 }
 
 /** host:port of a postgres:// URL, never its user or password. */

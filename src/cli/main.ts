@@ -15,6 +15,7 @@ import { packageVersion, startServer } from '../server.js';
 import { type CliContext, type CliIo, UsageError, createCliContext } from './context.js';
 import { registerEventsCommands } from './events.command.js';
 import { registerKeysCommands } from './keys.command.js';
+import { registerMigrateCommands } from './migrate.command.js';
 import { registerSigningKeysCommands } from './signing-keys.command.js';
 
 export type { CliIo } from './context.js';
@@ -22,6 +23,7 @@ export type { CliIo } from './context.js';
 /** The command groups, in the order --help lists them. A new command adds one line here. */
 const COMMANDS: ((program: Command, cli: CliContext) => void)[] = [
   registerServerCommands,
+  registerMigrateCommands,
   registerKeysCommands,
   registerSigningKeysCommands,
   registerEventsCommands,
@@ -42,14 +44,6 @@ function registerServerCommands(program: Command, cli: CliContext): void {
         if (error instanceof ConfigError) throw error;
         throw new Error(`cannot start: ${describeFailure(error)}`, { cause: error });
       }
-    });
-
-  program
-    .command('migrate')
-    .description('create the database if needed and apply pending migrations')
-    .action(async () => {
-      await cli.withStore(async () => {}, { create: true });
-      cli.print('The database schema is up to date.');
     });
 }
 

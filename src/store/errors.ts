@@ -31,3 +31,19 @@ export class StoreUnavailableError extends Error {
 export class ConditionFailedError extends Error {
   override readonly name = 'ConditionFailedError';
 }
+
+/**
+ * The database holds migrations this build does not know: a newer Tessera wrote it. Running on
+ * it could misread or damage what the newer schema means, so start-up, migrate and restore
+ * refuse; the message names the migrations and says what to do, in one line.
+ */
+export class NewerSchemaError extends Error {
+  override readonly name = 'NewerSchemaError';
+  constructor(readonly unknownMigrations: readonly string[]) {
+    super(
+      `the database was written by a newer Tessera: it has ${unknownMigrations.length === 1 ? 'migration' : 'migrations'} ` +
+        `${unknownMigrations.join(', ')}, which this version does not know; run that version or a later one, ` +
+        'or restore a backup taken before the upgrade (docs/operations.md)',
+    );
+  }
+}

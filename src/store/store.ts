@@ -469,14 +469,36 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */
   ping(): Promise<void>;
-  /** Applies pending migrations; safe to call from several processes at once. */
+  /**
+   * Applies pending migrations; safe to call from several processes at once. NewerSchemaError
+   * (nothing applied) when the database holds a migration this build does not know.
+   */
   migrate(): Promise<void>;
+  /** Which migrations the database has and which it lacks; changes nothing. */
+  schemaStatus(): Promise<SchemaStatus>;
   /** Finishes acknowledged work and releases the database. */
   close(): Promise<void>;
   /** The connection pool's occupancy, for metrics; null where there is no pool (SQLite). */
   poolStats?(): PoolStats | null;
   /** Tells `observer` what the store does, for metrics; absent where there is nothing to tell. */
   observe?(observer: StoreObserver): void;
+}
+
+/** A migration as the database recorded it. */
+export interface AppliedMigration {
+  name: string;
+  /** When it was applied (RFC 3339). */
+  appliedAt: string;
+}
+
+/** The database's schema against the migrations this build knows. */
+export interface SchemaStatus {
+  /** Migrations this build knows that the database has, in name order. */
+  applied: AppliedMigration[];
+  /** Migrations this build knows that the database lacks: the next migrate applies them. */
+  pending: string[];
+  /** Migrations the database has that this build does not know: a newer Tessera wrote it. */
+  unknown: AppliedMigration[];
 }
 
 export interface PoolStats {

@@ -17,6 +17,19 @@ export function describeLifecycleContract(ctx: ContractContext): void {
       assert.deepEqual(await ctx.store.applications.findApplication('billing'), stored);
     });
 
+    it('reports every migration applied, none pending and none unknown once migrated', async () => {
+      const status = await ctx.store.schemaStatus();
+      assert.deepEqual(status.pending, []);
+      assert.deepEqual(status.unknown, []);
+      assert.ok(status.applied.length >= 10, 'the migrations so far');
+      const names = status.applied.map((migration) => migration.name);
+      assert.deepEqual(names, [...names].sort(), 'in name order');
+      assert.equal(names[0], '0001_initial');
+      for (const migration of status.applied) {
+        assert.ok(!Number.isNaN(Date.parse(migration.appliedAt)), migration.appliedAt);
+      }
+    });
+
     it('settles writes started before close by the time close resolves', async () => {
       const settled: string[] = [];
       // Written first, so the refusal below does not depend on which of two concurrent

@@ -15,11 +15,11 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { ConditionFailedError } from '../errors.js';
-import { migrateToLatest } from '../sql/migrate.js';
+import { migrateToLatest, readAppliedMigrations, schemaStatusOf } from '../sql/migrate.js';
 import { EVENT_COLUMNS, type EventRow } from '../sql/rows.js';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
-import type { PoolStats } from '../store.js';
+import type { PoolStats, SchemaStatus } from '../store.js';
 import {
   isPlanInvalidated,
   isRetryable,
@@ -206,6 +206,29 @@ export class PostgresExecutor implements SqlExecutor {
     } finally {
       await client.end().catch(() => undefined);
     }
+  }
+
+  async schemaStatus(): Promise<SchemaStatus> {
+    return this.#track(async () => {
+      const client = await this.#pool.connect();
+      try {
+        const schema = await client.query<{ schema: string | null }>(
+          'select current_schema() as schema',
+        );
+        const migrationTableSchema = schema.rows[0]?.schema ?? undefined;
+        const db = new Kysely<unknown>({
+          dialect: new SingleClientDialect(client, migrationTableSchema),
+        });
+        return schemaStatusOf(
+          this.#migrations,
+          await readAppliedMigrations(db, migrationTableSchema),
+        );
+      } finally {
+        client.release();
+      }
+    }).catch((error: unknown) => {
+      throw translatePostgresError(error);
+    });
   }
 
   /** One migration run: the lock row, then every pending migration, in one transaction. */
@@ -451,7 +474,7 @@ async function ensureMigrationLockRow(client: pg.Client): Promise<void> {
 /** Kysely over one already-connected client, for the migration run's own transaction. */
 class SingleClientDialect extends PostgresDialect {
   constructor(
-    client: pg.Client,
+    client: pg.Client | pg.PoolClient,
     private readonly schema: string | undefined,
   ) {
     super({

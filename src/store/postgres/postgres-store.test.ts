@@ -14,7 +14,12 @@ import {
   openTestPostgresStore,
   skipWithoutPostgres,
 } from '../../../test/postgres.js';
-import { DuplicateError, MissingParentError, StoreUnavailableError } from '../errors.js';
+import {
+  DuplicateError,
+  MissingParentError,
+  NewerSchemaError,
+  StoreUnavailableError,
+} from '../errors.js';
 import { applicationRecord, userRecord } from '../contract/fixtures.js';
 import { describeStoreContract } from '../store.contract.js';
 import { translatePostgresError } from './postgres-errors.js';
@@ -82,6 +87,65 @@ describe('PostgreSQL store', { skip }, () => {
         }
       } finally {
         await Promise.all(stores.map((store) => store.close()));
+        await dropSchema(schema);
+      }
+    });
+
+    it('lists the migrations an older build left pending, and applies them', async () => {
+      const schema = await createTestSchema();
+      const names = Object.keys(postgresMigrations).sort();
+      const latest = names.at(-1)!;
+      const older = await openTestPostgresStore({
+        schema,
+        migrations: Object.fromEntries(
+          names.slice(0, -1).map((name) => [name, postgresMigrations[name]!]),
+        ),
+      });
+      const current = await openTestPostgresStore({ schema });
+      try {
+        await older.migrate();
+        const before = await current.schemaStatus();
+        assert.deepEqual(before.pending, [latest]);
+        assert.deepEqual(
+          before.applied.map((migration) => migration.name),
+          names.slice(0, -1),
+        );
+        await current.migrate();
+        const after = await current.schemaStatus();
+        assert.deepEqual(after.pending, []);
+        assert.deepEqual(
+          after.applied.map((migration) => migration.name),
+          names,
+        );
+      } finally {
+        await older.close();
+        await current.close();
+        await dropSchema(schema);
+      }
+    });
+
+    it('refuses a schema written by a newer build, naming its migration, and changes nothing', async () => {
+      const schema = await createTestSchema();
+      const store = await openTestPostgresStore({ schema });
+      try {
+        await store.migrate();
+        await client.query(
+          `insert into ${schema}.kysely_migration (name, timestamp) values ('9999_from_a_newer_tessera', '2027-01-01T00:00:00.000Z')`,
+        );
+        const tables = await tablesIn(schema);
+        await assert.rejects(store.migrate(), (error: unknown) => {
+          assert.ok(error instanceof NewerSchemaError);
+          assert.match(error.message, /newer Tessera: it has migration 9999_from_a_newer_tessera,/);
+          return true;
+        });
+        const status = await store.schemaStatus();
+        assert.deepEqual(status.unknown, [
+          { name: '9999_from_a_newer_tessera', appliedAt: '2027-01-01T00:00:00.000Z' },
+        ]);
+        assert.deepEqual(status.pending, []);
+        assert.deepEqual(await tablesIn(schema), tables);
+      } finally {
+        await store.close();
         await dropSchema(schema);
       }
     });

@@ -3,7 +3,7 @@
 // query with Kysely and compile it for the dialect; executors never see domain records.
 
 import type { CompiledQuery, Expression, Kysely, SqlBool } from 'kysely';
-import type { PoolStats, StoreObserver } from '../store.js';
+import type { PoolStats, SchemaStatus, StoreObserver } from '../store.js';
 import type { EventRow } from './rows.js';
 import type { Tables } from './tables.js';
 
@@ -50,6 +50,8 @@ export interface SqlExecutor {
   ping(): Promise<void>;
   /** Applies pending migrations, serialised against other processes doing the same. */
   migrate(): Promise<void>;
+  /** See Store.schemaStatus. */
+  schemaStatus(): Promise<SchemaStatus>;
   /** Waits for acknowledged writes, then releases the database. */
   close(): Promise<void>;
   /** See Store.poolStats. */

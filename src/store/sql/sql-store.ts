@@ -1,4 +1,4 @@
-import type { PoolStats, Store, StoreObserver } from '../store.js';
+import type { PoolStats, SchemaStatus, Store, StoreObserver } from '../store.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { SqlApiKeyRepository } from './sql-api-keys.js';
 import { SqlApplicationRepository } from './sql-applications.js';
@@ -42,6 +42,10 @@ export class SqlStore implements Store {
 
   migrate(): Promise<void> {
     return this.sql.migrate();
+  }
+
+  schemaStatus(): Promise<SchemaStatus> {
+    return this.sql.schemaStatus();
   }
 
   close(): Promise<void> {

@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
 import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
-import { migrateToLatest } from '../sql/migrate.js';
+import { migrateToLatest, readAppliedMigrations, schemaStatusOf } from '../sql/migrate.js';
 import { EVENT_COLUMNS } from '../sql/rows.js';
 import type { Tables } from '../sql/tables.js';
-import type { StoreObserver } from '../store.js';
+import type { SchemaStatus, StoreObserver } from '../store.js';
 import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
@@ -137,6 +137,17 @@ export class SqliteExecutor implements SqlExecutor {
         if (database.inTransaction) database.exec('ROLLBACK');
         throw error;
       }
+    } catch (error) {
+      throw translateSqliteError(error);
+    }
+  }
+
+  async schemaStatus(): Promise<SchemaStatus> {
+    try {
+      return schemaStatusOf(
+        sqliteMigrations,
+        await readAppliedMigrations(this.db as Kysely<unknown>),
+      );
     } catch (error) {
       throw translateSqliteError(error);
     }
