@@ -14,9 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import pino from 'pino';
-import { buildApp, createServices } from '../src/app.js';
+import { buildApp } from '../src/app.js';
 import { systemClock } from '../src/clock.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
+import { createServices } from '../src/services.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 export async function buildDocument(version: string): Promise<string> {

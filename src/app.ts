@@ -1,6 +1,6 @@
-// The composition root: every service, every module and every cross-cutting piece of the
-// HTTP API is wired here, in one place, by name. The app is built apart from the server
-// that listens (main.ts), so tests drive it through inject().
+// The composition root: every module and every cross-cutting piece of the HTTP API is wired
+// here, in one place, by name, over the services that services.ts composes. The app is built
+// apart from the server that listens (main.ts), so tests drive it through inject().
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
@@ -12,7 +12,6 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Clock } from './clock.js';
 import { type Authenticate, registerAuthentication } from './http/auth.js';
 import { AuthFailureLimiter } from './http/auth-failures.js';
 import { registerJsonBodies } from './http/content-types.js';
@@ -37,40 +36,21 @@ import { registerAccessLog } from './http/logging.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
-import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.js';
 import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
-import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
-import { ApplicationsService } from './modules/applications/applications.service.js';
 import { registerEventRoutes } from './modules/events/events.routes.js';
-import { EventsService } from './modules/events/events.service.js';
 import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
-import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
-import { AccessTokens } from './modules/tokens/access-tokens.service.js';
-import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
 import { TOKEN_ENDPOINT, registerOAuthRoutes } from './modules/tokens/oauth.routes.js';
 import { registerSigningKeyRoutes } from './modules/tokens/signing-keys.routes.js';
-import { SigningKeys } from './modules/tokens/signing-keys.service.js';
-import { TokenExchange } from './modules/tokens/token-exchange.service.js';
-import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
 import { registerTokenRoutes } from './modules/tokens/tokens.routes.js';
 import { registerScimGroupRoutes } from './modules/scim/scim-groups.routes.js';
-import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
 import { SCIM_PREFIX, prepareScimScope } from './modules/scim/scim.http.js';
 import { registerScimRoutes } from './modules/scim/scim.routes.js';
-import { ScimService } from './modules/scim/scim.service.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
-import { WebhookSender } from './modules/webhooks/webhook-delivery.js';
-import {
-  type DispatcherOptions,
-  WebhookDispatcher,
-} from './modules/webhooks/webhook-dispatcher.js';
-import { toEventPayload } from './modules/webhooks/webhook-payload.js';
 import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.js';
-import { WebhooksService } from './modules/webhooks/webhooks.service.js';
-import { UsersService } from './modules/users/users.service.js';
 import { type ProblemError, problem } from './problems.js';
+import type { Services } from './services.js';
 import type { Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
@@ -82,118 +62,6 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
 export const HTTP_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, checkIntervalMs: 1_000 };
 /** Long enough for a 256-character identifier percent-encoded as 4-byte UTF-8 (12 bytes each). */
 const MAX_PARAM_LENGTH = 8192;
-
-export interface Services {
-  authenticator: ApiKeyAuthenticator;
-  applications: ApplicationsService;
-  users: UsersService;
-  apiKeys: ApiKeysService;
-  signingKeys: SigningKeys;
-  accessTokens: AccessTokens;
-  tokenExchange: TokenExchange;
-  scim: ScimService;
-  scimGroups: ScimGroupsService;
-  webhooks: WebhooksService;
-  /** Delivers events to webhooks in the background while the app runs. */
-  webhookDispatcher: WebhookDispatcher;
-  events: EventsService;
-  consoleSessions: ConsoleSessions;
-}
-
-/** How webhooks are delivered (IAM_ALLOW_INSECURE_WEBHOOKS; the rest for tests and benches). */
-export interface WebhookSettings {
-  /** Lift the outbound fence's scheme and address rules (local receivers, tests). */
-  allowInsecure: boolean;
-  dispatcher?: Partial<DispatcherOptions>;
-  /** The attempt timeout (default 15 s). */
-  timeoutMs?: number;
-}
-
-export function createServices(deps: {
-  store: Store;
-  clock: Clock;
-  log: FastifyBaseLogger;
-  tokens?: TokenSettings;
-  webhooks?: WebhookSettings;
-  /** The version in the User-Agent of webhook deliveries. */
-  version?: string;
-  /** Where the services report what they did (JWKS fetches); none in the CLI. */
-  metrics?: Metrics;
-  /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
-  console?: ConsoleSessionLimits;
-}): Services {
-  const { store, clock, log } = deps;
-  const webhookSettings: WebhookSettings = deps.webhooks ?? { allowInsecure: false };
-  const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
-  const authenticator = new ApiKeyAuthenticator(
-    { store, clock },
-    { onTouchFailed: (error) => log.warn({ err: error }, 'could not record an API key use') },
-  );
-  const users = new UsersService({ store, clock });
-  const applications = new ApplicationsService({ store, clock });
-  const signingKeys = new SigningKeys({
-    store,
-    clock,
-    algorithm: tokens.algorithm,
-    secretKey: tokens.secretKey ?? null,
-  });
-  const accessTokens = new AccessTokens({
-    applications,
-    users,
-    clock,
-    signingKeys,
-    issuer: tokens.issuer,
-  });
-  const verifier = new ExternalTokenVerifier({
-    clock,
-    policy: { allowInsecure: tokens.allowInsecureJwks },
-    ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
-    ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
-    ...(deps.metrics === undefined
-      ? {}
-      : { onJwksFetch: deps.metrics.jwksFetched.bind(deps.metrics) }),
-  });
-  // The dispatcher is told about webhook changes (after both exist).
-  const webhooks = new WebhooksService({
-    store,
-    clock,
-    policy: { allowInsecure: webhookSettings.allowInsecure },
-    secretKey: tokens.secretKey ?? null,
-    onChange: () => dispatcher.reconsider(),
-  });
-  const dispatcher = new WebhookDispatcher({
-    store,
-    webhooks,
-    sender: new WebhookSender({
-      policy: { allowInsecure: webhookSettings.allowInsecure },
-      userAgent: `Tessera-Webhooks/${deps.version ?? 'dev'}`,
-      ...(webhookSettings.timeoutMs === undefined ? {} : { timeoutMs: webhookSettings.timeoutMs }),
-    }),
-    toPayload: toEventPayload,
-    log,
-    ...(webhookSettings.dispatcher === undefined ? {} : { options: webhookSettings.dispatcher }),
-  });
-  return {
-    authenticator,
-    applications,
-    users,
-    apiKeys: new ApiKeysService({ store, clock, authenticator }),
-    signingKeys,
-    accessTokens,
-    tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
-    scim: new ScimService({ store, applications, users }),
-    scimGroups: new ScimGroupsService({ store, users, clock }),
-    webhooks,
-    webhookDispatcher: dispatcher,
-    events: new EventsService({ store, clock }),
-    consoleSessions: new ConsoleSessions({
-      store,
-      clock,
-      authenticator,
-      ...(deps.console === undefined ? {} : { limits: deps.console }),
-    }),
-  };
-}
 
 export interface AppOptions {
   store: Store;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { prepareAccess } from './access.js';
-import { buildApp, createServices } from './app.js';
+import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import { type Config, ConfigError } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
@@ -15,6 +15,7 @@ import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js
 import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { createMetrics } from './http/metrics.js';
+import { createServices } from './services.js';
 import { openStore } from './store/open-store.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;

@@ -11,6 +11,7 @@ import {
   createApplication,
   createUser,
   problemOf,
+  registeredRoutes,
   type TestContext,
   userBody,
   userPath,
@@ -258,27 +259,6 @@ const PUBLIC_ROUTES = [
   'GET /docs/json',
   'GET /docs/yaml',
 ];
-
-/**
- * Every route the app registered, as `METHOD /path/{param}` (HEAD, which Fastify adds to every
- * GET, left out), read from Fastify's own route tree.
- */
-function registeredRoutes(app: TestContext['app']): string[] {
-  const stack: string[] = [];
-  const routes: string[] = [];
-  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const match = /^([│ ]*)(?:├── |└── )(.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (match === null) continue;
-    const depth = match[1]!.length / 4;
-    stack.length = depth;
-    stack.push(match[2]!);
-    const path = stack.join('').replace(/:([a-z_]+)/g, '{$1}');
-    for (const method of match[3]?.split(', ') ?? []) {
-      if (method !== 'HEAD') routes.push(`${method} ${path}`);
-    }
-  }
-  return routes;
-}
 
 function assertAuthorized(response: LightMyRequestResponse): void {
   assert.ok(

@@ -8,19 +8,13 @@ import { after, before } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
-import {
-  API_PREFIX,
-  type AppOptions,
-  buildApp,
-  createServices,
-  type Services,
-  type WebhookSettings,
-} from '../src/app.js';
+import { API_PREFIX, type AppOptions, buildApp } from '../src/app.js';
 import type { Clock } from '../src/clock.js';
 import { createMetrics } from '../src/http/metrics.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
 import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
 import { ROLES, type Role } from '../src/roles.js';
+import { createServices, type Services, type WebhookSettings } from '../src/services.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import { openTestPostgresStore } from './postgres.js';
@@ -337,4 +331,25 @@ export function problemOf(response: LightMyRequestResponse, status: number) {
   }
   if (body.status !== status) throw new Error(`problem status ${body.status} != ${status}`);
   return body;
+}
+
+/**
+ * Every route the app registered, as `METHOD /path/{param}` (HEAD, which Fastify adds to every
+ * GET, left out), read from Fastify's own route tree.
+ */
+export function registeredRoutes(app: FastifyInstance): string[] {
+  const stack: string[] = [];
+  const routes: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^([│ ]*)(?:├── |└── )(.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (match === null) continue;
+    const depth = match[1]!.length / 4;
+    stack.length = depth;
+    stack.push(match[2]!);
+    const path = stack.join('').replace(/:([a-z_]+)/g, '{$1}');
+    for (const method of match[3]?.split(', ') ?? []) {
+      if (method !== 'HEAD') routes.push(`${method} ${path}`);
+    }
+  }
+  return routes;
 }

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { createServices } from '../src/app.js';
+import { createServices } from '../src/services.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import { buildTestApp, call, TEST_STORE, TestClock, type TestContext } from './helpers.js';

@@ -4,10 +4,10 @@
 
 import { existsSync } from 'node:fs';
 import pino from 'pino';
-import { createServices } from '../app.js';
 import { systemClock } from '../clock.js';
 import { type Config, type DatabaseConfig, loadConfig } from '../config.js';
 import { describeFailure } from '../failures.js';
+import { createServices } from '../services.js';
 import { StoreUnavailableError } from '../store/errors.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';

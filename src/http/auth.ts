@@ -10,8 +10,12 @@ import type { ApiKeyRecord } from '../store/store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The role a caller's API key must carry; routes without one are public. */
-    role?: Role;
+    /**
+     * The role a caller's API key must carry (each of them when several are listed; none but
+     * a valid key when the list is empty); routes without one are public. The admin console's
+     * routes declare theirs the same way, for the signed-in key (console.routes.ts).
+     */
+    role?: Role | readonly Role[];
   }
   interface FastifyRequest {
     /** The authenticated caller; set on every route that declares a role. */
@@ -72,6 +76,15 @@ export function assertApplicationAllowed(request: FastifyRequest, clientId: stri
   }
 }
 
+/** 403 unless the key carries every role the route declares; the first one missing is named. */
+export function assertRoles(held: readonly string[], required: Role | readonly Role[]): void {
+  const roles: readonly Role[] = typeof required === 'string' ? [required] : required;
+  const missing = roles.find((role) => !held.includes(role));
+  if (missing !== undefined) {
+    throw problem('forbidden', `This API key lacks the role ${missing}.`);
+  }
+}
+
 /** 429 for an address past its failed-authentication limit. */
 export function tooManyFailures(waitMs: number) {
   const seconds = retryAfterSeconds(waitMs);
@@ -109,9 +122,7 @@ export function registerAuthentication(
     }
     const key = check.key;
     request.apiKey = key;
-    if (!key.roles.includes(role)) {
-      throw problem('forbidden', `This API key lacks the role ${role}.`);
-    }
+    assertRoles(key.roles, role);
     // Checked before any lookup so a restricted key cannot learn whether another
     // application exists.
     const clientId = (request.params as { client_id?: unknown }).client_id;

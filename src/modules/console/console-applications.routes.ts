@@ -2,8 +2,6 @@
 // (external_token_validation as checked JSON), the token dry run, delete by typing the client_id.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../../app.js';
-import { ProblemError } from '../../problems.js';
 import {
   type CreateApplicationBody,
   type ReplaceApplicationBody,
@@ -19,15 +17,18 @@ import {
   formValuesOf,
   newApplicationPage,
 } from './console-applications.view.js';
-import { type FieldErrors, fieldErrorsOf } from './console-layout.view.js';
 import {
+  type ConsoleServices,
   consoleOrigin,
   formOf,
+  formProblem,
+  noticeOf,
   redirectAfterPost,
   requireApplication,
-  requireRole,
+  sendPage,
   viewerOf,
-} from './console.routes.js';
+} from './console-kit.js';
+import type { FieldErrors } from './console-layout.view.js';
 import {
   ApplicationSearch,
   type FormFields,
@@ -45,32 +46,6 @@ const NOTICES: Record<string, string> = {
   unchanged: 'Nothing changed.',
   deleted: 'The application and its users were deleted.',
 };
-
-export function noticeOf(request: FastifyRequest, notices: Record<string, string>): string | null {
-  const code = (request.query as Record<string, string | undefined>).notice;
-  return code === undefined ? null : (notices[code] ?? null);
-}
-
-function html(reply: FastifyReply, status: number, body: { text: string }) {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
-}
-
-/** A validation or conflict problem becomes field errors and a message; anything else is thrown. */
-export function formProblem(error: unknown): {
-  errors: FieldErrors;
-  message: string | null;
-  status: number;
-} {
-  if (!(error instanceof ProblemError) || ![400, 409, 412].includes(error.status)) throw error;
-  const errors = fieldErrorsOf(error.errors);
-  const message =
-    error.status === 412
-      ? 'Someone changed this meanwhile: the page now shows their version; apply your change again.'
-      : errors.size === 0
-        ? error.detail
-        : null;
-  return { errors, message, status: error.status };
-}
 
 function valuesFrom(form: FormFields): ApplicationFormValues {
   return {
@@ -103,7 +78,10 @@ function bodyFrom(values: ApplicationFormValues, creating: boolean): Record<stri
   };
 }
 
-export function registerConsoleApplicationRoutes(app: FastifyInstance, services: Services): void {
+export function registerConsoleApplicationRoutes(
+  app: FastifyInstance,
+  services: ConsoleServices,
+): void {
   const { applications, tokenExchange } = services;
 
   async function renderApplication(
@@ -114,7 +92,7 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
     status = 200,
   ) {
     const application = await applications.findApplication(clientId);
-    return html(
+    return sendPage(
       reply,
       status,
       applicationPage(
@@ -134,9 +112,8 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
 
   app.get(
     '/applications',
-    { schema: { hide: true } },
+    { config: { role: 'applications:read' }, schema: { hide: true } },
     async function listApplications(request, reply) {
-      requireRole(request, 'applications:read');
       const query = request.query as Record<string, string | undefined>;
       const prefix = (query.prefix ?? '').trim();
       const after = query.after ?? null;
@@ -157,7 +134,7 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
               prefix: prefix === '' ? null : prefix,
             });
       const items = rows.slice(0, PAGE_SIZE);
-      return html(
+      return sendPage(
         reply,
         prefixErrors.size > 0 ? 400 : 200,
         applicationsPage(
@@ -177,10 +154,9 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
 
   app.get(
     '/applications/new',
-    { schema: { hide: true } },
+    { config: { role: 'applications:write' }, schema: { hide: true } },
     async function newApplication(request, reply) {
-      requireRole(request, 'applications:write');
-      return html(
+      return sendPage(
         reply,
         200,
         newApplicationPage(viewerOf(request), valuesFrom({}), new Map(), null),
@@ -190,9 +166,8 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
 
   app.post(
     '/applications',
-    { schema: { hide: true } },
+    { config: { role: 'applications:write' }, schema: { hide: true } },
     async function createApplication(request, reply) {
-      requireRole(request, 'applications:write');
       const values = valuesFrom(formOf(request));
       try {
         const body = assertBody<CreateApplicationBody>(
@@ -207,29 +182,29 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
         );
       } catch (error) {
         const { errors, message, status } = formProblem(error);
-        return html(reply, status, newApplicationPage(viewerOf(request), values, errors, message));
+        return sendPage(
+          reply,
+          status,
+          newApplicationPage(viewerOf(request), values, errors, message),
+        );
       }
     },
   );
 
   app.get(
     '/applications/:client_id',
-    { schema: { hide: true } },
+    { config: { role: 'applications:read' }, schema: { hide: true } },
     async function showApplication(request, reply) {
-      requireRole(request, 'applications:read');
       const { client_id: clientId } = request.params as { client_id: string };
-      requireApplication(request, clientId);
       return renderApplication(request, reply, clientId);
     },
   );
 
   app.post(
     '/applications/:client_id',
-    { schema: { hide: true } },
+    { config: { role: 'applications:write' }, schema: { hide: true } },
     async function saveApplication(request, reply) {
-      requireRole(request, 'applications:write');
       const { client_id: clientId } = request.params as { client_id: string };
-      requireApplication(request, clientId);
       const form = formOf(request);
       const values = { ...valuesFrom(form), client_id: clientId };
       const etag = formText(form, 'etag');
@@ -263,11 +238,9 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
 
   app.post(
     '/applications/:client_id/delete',
-    { schema: { hide: true } },
+    { config: { role: 'applications:write' }, schema: { hide: true } },
     async function deleteApplication(request, reply) {
-      requireRole(request, 'applications:write');
       const { client_id: clientId } = request.params as { client_id: string };
-      requireApplication(request, clientId);
       if (formText(formOf(request), 'confirm') !== clientId) {
         return renderApplication(
           request,
@@ -284,11 +257,9 @@ export function registerConsoleApplicationRoutes(app: FastifyInstance, services:
 
   app.post(
     '/applications/:client_id/dry-run',
-    { schema: { hide: true } },
+    { config: { role: 'applications:read' }, schema: { hide: true } },
     async function dryRun(request, reply) {
-      requireRole(request, 'applications:read');
       const { client_id: clientId } = request.params as { client_id: string };
-      requireApplication(request, clientId);
       const token = formText(formOf(request), 'token').trim();
       try {
         assertBody(ValidateTokenBody, { token });

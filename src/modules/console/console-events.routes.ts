@@ -1,12 +1,10 @@
 // The audit trail in the console: the event feed with the API's filters, paged on by event id,
 // and a live tail (a long poll per request) so new events appear as they are committed.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../../app.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { EventFilter } from '../../store/store.js';
 import { EventQuery } from '../events/events.schemas.js';
-import { formProblem } from './console-applications.routes.js';
 import {
   EVENT_FILTERS,
   type EventFilterValues,
@@ -14,8 +12,14 @@ import {
   eventsPage,
   liveTail,
 } from './console-events.view.js';
+import {
+  type ConsoleServices,
+  formProblem,
+  requireApplication,
+  sendPage,
+  viewerOf,
+} from './console-kit.js';
 import type { FieldErrors } from './console-layout.view.js';
-import { requireApplication, requireRole, viewerOf } from './console.routes.js';
 import { assertBody } from './console.schemas.js';
 import { html as markup } from './html.js';
 
@@ -23,10 +27,6 @@ const PAGE_SIZE = 50;
 /** How long one live request waits for a new event before answering with none. */
 const LIVE_WAIT_MS = 20_000;
 const DAY_MS = 86_400_000;
-
-function send(reply: FastifyReply, status: number, body: { text: string }) {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
-}
 
 function filtersOf(request: FastifyRequest): EventFilterValues {
   const query = request.query as Record<string, string | undefined>;
@@ -71,45 +71,47 @@ function checkedFilter(
 
 export function registerConsoleEventRoutes(
   app: FastifyInstance,
-  services: Services,
+  services: ConsoleServices,
   clock: Clock,
 ): void {
   const { events } = services;
 
-  app.get('/events', { schema: { hide: true } }, async function showEvents(request, reply) {
-    requireRole(request, 'events:read');
-    const filters = filtersOf(request);
-    const { filter, errors } = checkedFilter(request, filters, clock);
-    const after = (request.query as { after?: string }).after ?? null;
-    const rows =
-      errors.size > 0
-        ? []
-        : await events.listEvents({ filter, after, limit: PAGE_SIZE + 1, waitMs: 0 });
-    const shown = rows.slice(0, PAGE_SIZE);
-    const full = rows.length > PAGE_SIZE;
-    return send(
-      reply,
-      errors.size > 0 ? 400 : 200,
-      eventsPage(viewerOf(request), {
-        filters,
-        errors,
-        events: shown,
-        next: full ? shown.at(-1)!.id : null,
-        liveAfter: shown.at(-1)?.id ?? after,
-        live: !full && errors.size === 0,
-      }),
-    );
-  });
+  app.get(
+    '/events',
+    { config: { role: 'events:read' }, schema: { hide: true } },
+    async function showEvents(request, reply) {
+      const filters = filtersOf(request);
+      const { filter, errors } = checkedFilter(request, filters, clock);
+      const after = (request.query as { after?: string }).after ?? null;
+      const rows =
+        errors.size > 0
+          ? []
+          : await events.listEvents({ filter, after, limit: PAGE_SIZE + 1, waitMs: 0 });
+      const shown = rows.slice(0, PAGE_SIZE);
+      const full = rows.length > PAGE_SIZE;
+      return sendPage(
+        reply,
+        errors.size > 0 ? 400 : 200,
+        eventsPage(viewerOf(request), {
+          filters,
+          errors,
+          events: shown,
+          next: full ? shown.at(-1)!.id : null,
+          liveAfter: shown.at(-1)?.id ?? after,
+          live: !full && errors.size === 0,
+        }),
+      );
+    },
+  );
 
   app.get(
     '/events/live',
     // A page left open must not keep its session alive: polling is not activity.
-    { config: { consolePassive: true }, schema: { hide: true } },
+    { config: { role: 'events:read', consolePassive: true }, schema: { hide: true } },
     async function followEvents(request, reply) {
-      requireRole(request, 'events:read');
       const filters = filtersOf(request);
       const { filter, errors } = checkedFilter(request, filters, clock);
-      if (errors.size > 0) return send(reply, 400, markup``);
+      if (errors.size > 0) return sendPage(reply, 400, markup``);
       const after = (request.query as { after?: string }).after ?? null;
       const rows = await events.listEvents({
         filter,
@@ -118,7 +120,7 @@ export function registerConsoleEventRoutes(
         waitMs: LIVE_WAIT_MS,
       });
       const next = rows.at(-1)?.id ?? after;
-      return send(
+      return sendPage(
         reply,
         200,
         markup`${rows.length > 0 ? markup`<tbody class="new-events">${eventRows(rows)}</tbody>` : ''}${liveTail(filters, next)}`,

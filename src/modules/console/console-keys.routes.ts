@@ -2,7 +2,6 @@
 // response (never stored, never cached: no-store, and htmx keeps no page history).
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Services } from '../../app.js';
 import type { Clock } from '../../clock.js';
 import { ProblemError, problem } from '../../problems.js';
 import type { Role } from '../../roles.js';
@@ -12,17 +11,19 @@ import {
   DEFAULT_ROTATION_OVERLAP_SECONDS,
 } from '../api-keys/api-keys.schemas.js';
 import { type ApiKeyFormValues, apiKeysPage, secretPage } from './console-api-keys.view.js';
-import { formProblem, noticeOf } from './console-applications.routes.js';
-import type { FieldErrors } from './console-layout.view.js';
-import { signingKeysPage } from './console-signing-keys.view.js';
 import {
+  type ConsoleServices,
   consoleOrigin,
   formOf,
+  formProblem,
+  noticeOf,
   redirectAfterPost,
-  requireRole,
+  sendPage,
   sessionOf,
   viewerOf,
-} from './console.routes.js';
+} from './console-kit.js';
+import type { FieldErrors } from './console-layout.view.js';
+import { signingKeysPage } from './console-signing-keys.view.js';
 import { assertBody, formList, formText } from './console.schemas.js';
 
 const PAGE_SIZE = 50;
@@ -33,13 +34,9 @@ const NOTICES: Record<string, string> = {
   'signing-revoked': 'The signing key was revoked and left the published key set.',
 };
 
-function html(reply: FastifyReply, status: number, body: { text: string }) {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
-}
-
 export function registerConsoleKeyRoutes(
   app: FastifyInstance,
-  services: Services,
+  services: ConsoleServices,
   clock: Clock,
 ): void {
   const { apiKeys, signingKeys } = services;
@@ -60,7 +57,7 @@ export function registerConsoleKeyRoutes(
       PAGE_SIZE + 1,
     );
     const keys = rows.slice(0, PAGE_SIZE);
-    return html(
+    return sendPage(
       reply,
       status,
       apiKeysPage(
@@ -78,63 +75,71 @@ export function registerConsoleKeyRoutes(
     );
   }
 
-  app.get('/api-keys', { schema: { hide: true } }, async function listApiKeys(request, reply) {
-    requireRole(request, 'keys:read');
-    return renderKeys(request, reply, {
-      values: { name: '', roles: [], applications: '', expires_at: '' },
-      errors: new Map(),
-      message: null,
-    });
-  });
-
-  app.post('/api-keys', { schema: { hide: true } }, async function createApiKey(request, reply) {
-    requireRole(request, 'keys:read');
-    requireRole(request, 'keys:write');
-    const form = formOf(request);
-    const values: ApiKeyFormValues = {
-      name: formText(form, 'name'),
-      roles: form.roles ?? [],
-      applications: formText(form, 'applications'),
-      expires_at: formText(form, 'expires_at').trim(),
-    };
-    try {
-      const restriction = formList(form, 'applications');
-      const body = assertBody<CreateApiKeyBody>(CreateApiKeySchema, {
-        name: values.name,
-        roles: values.roles,
-        applications: restriction.length === 0 ? null : restriction,
-        expires_at: values.expires_at === '' ? null : values.expires_at,
+  app.get(
+    '/api-keys',
+    { config: { role: 'keys:read' }, schema: { hide: true } },
+    async function listApiKeys(request, reply) {
+      return renderKeys(request, reply, {
+        values: { name: '', roles: [], applications: '', expires_at: '' },
+        errors: new Map(),
+        message: null,
       });
-      const issued = await apiKeys.createApiKey(
-        sessionOf(request).key,
-        {
-          name: body.name.trim(),
-          roles: body.roles as Role[],
-          applications: body.applications ?? null,
-          expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
-        },
-        consoleOrigin(request),
-      );
-      return html(reply, 201, secretPage(viewerOf(request), issued.record, issued.secret, false));
-    } catch (error) {
-      if (error instanceof ProblemError && error.status === 403) {
-        return renderKeys(
-          request,
-          reply,
-          { values, errors: new Map(), message: error.message },
-          403,
+    },
+  );
+
+  app.post(
+    '/api-keys',
+    { config: { role: ['keys:read', 'keys:write'] }, schema: { hide: true } },
+    async function createApiKey(request, reply) {
+      const form = formOf(request);
+      const values: ApiKeyFormValues = {
+        name: formText(form, 'name'),
+        roles: form.roles ?? [],
+        applications: formText(form, 'applications'),
+        expires_at: formText(form, 'expires_at').trim(),
+      };
+      try {
+        const restriction = formList(form, 'applications');
+        const body = assertBody<CreateApiKeyBody>(CreateApiKeySchema, {
+          name: values.name,
+          roles: values.roles,
+          applications: restriction.length === 0 ? null : restriction,
+          expires_at: values.expires_at === '' ? null : values.expires_at,
+        });
+        const issued = await apiKeys.createApiKey(
+          sessionOf(request).key,
+          {
+            name: body.name.trim(),
+            roles: body.roles as Role[],
+            applications: body.applications ?? null,
+            expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
+          },
+          consoleOrigin(request),
         );
+        return sendPage(
+          reply,
+          201,
+          secretPage(viewerOf(request), issued.record, issued.secret, false),
+        );
+      } catch (error) {
+        if (error instanceof ProblemError && error.status === 403) {
+          return renderKeys(
+            request,
+            reply,
+            { values, errors: new Map(), message: error.message },
+            403,
+          );
+        }
+        const { errors, message, status } = formProblem(error);
+        return renderKeys(request, reply, { values, errors, message }, status);
       }
-      const { errors, message, status } = formProblem(error);
-      return renderKeys(request, reply, { values, errors, message }, status);
-    }
-  });
+    },
+  );
 
   app.post(
     '/api-keys/:id/rotate',
-    { schema: { hide: true } },
+    { config: { role: 'keys:write' }, schema: { hide: true } },
     async function rotateApiKey(request, reply) {
-      requireRole(request, 'keys:write');
       const { id } = request.params as { id: string };
       const issued = await apiKeys.rotateApiKey(
         sessionOf(request).key,
@@ -142,15 +147,18 @@ export function registerConsoleKeyRoutes(
         DEFAULT_ROTATION_OVERLAP_SECONDS * 1000,
         consoleOrigin(request),
       );
-      return html(reply, 200, secretPage(viewerOf(request), issued.record, issued.secret, true));
+      return sendPage(
+        reply,
+        200,
+        secretPage(viewerOf(request), issued.record, issued.secret, true),
+      );
     },
   );
 
   app.post(
     '/api-keys/:id/revoke',
-    { schema: { hide: true } },
+    { config: { role: 'keys:write' }, schema: { hide: true } },
     async function revokeApiKey(request, reply) {
-      requireRole(request, 'keys:write');
       const { id } = request.params as { id: string };
       await apiKeys.revokeApiKey(sessionOf(request).key, id, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/api-keys?notice=revoked');
@@ -159,16 +167,18 @@ export function registerConsoleKeyRoutes(
 
   app.get(
     '/signing-keys',
-    { schema: { hide: true } },
+    { config: { role: 'keys:read' }, schema: { hide: true } },
     async function listSigningKeys(request, reply) {
-      requireRole(request, 'keys:read');
       const keys = await signingKeys.listSigningKeys();
-      return html(reply, 200, signingKeysPage(viewerOf(request), keys, noticeOf(request, NOTICES)));
+      return sendPage(
+        reply,
+        200,
+        signingKeysPage(viewerOf(request), keys, noticeOf(request, NOTICES)),
+      );
     },
   );
 
   function requireUnrestricted(request: Parameters<typeof sessionOf>[0]): void {
-    requireRole(request, 'keys:write');
     if (sessionOf(request).key.applications !== null) {
       throw problem(
         'forbidden',
@@ -179,7 +189,7 @@ export function registerConsoleKeyRoutes(
 
   app.post(
     '/signing-keys/rotate',
-    { schema: { hide: true } },
+    { config: { role: 'keys:write' }, schema: { hide: true } },
     async function rotateSigningKey(request, reply) {
       requireUnrestricted(request);
       await signingKeys.rotate(consoleOrigin(request));
@@ -189,7 +199,7 @@ export function registerConsoleKeyRoutes(
 
   app.post(
     '/signing-keys/:kid/revoke',
-    { schema: { hide: true } },
+    { config: { role: 'keys:write' }, schema: { hide: true } },
     async function revokeSigningKey(request, reply) {
       requireUnrestricted(request);
       const { kid } = request.params as { kid: string };

@@ -2,8 +2,7 @@
 // a million users costs what the first does), create, edit with roles and scopes as chips,
 // activate or deactivate, delete.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../../app.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem } from '../../problems.js';
 import type { UserFilter, UserPosition } from '../../store/store.js';
 import {
@@ -12,7 +11,16 @@ import {
   CreateUserBody as CreateUserSchema,
   ReplaceUserBody as ReplaceUserSchema,
 } from '../users/users.schemas.js';
-import { formProblem, noticeOf } from './console-applications.routes.js';
+import {
+  type ConsoleServices,
+  consoleOrigin,
+  formOf,
+  formProblem,
+  noticeOf,
+  redirectAfterPost,
+  sendPage,
+  viewerOf,
+} from './console-kit.js';
 import type { FieldErrors } from './console-layout.view.js';
 import {
   USER_FILTERS,
@@ -23,14 +31,6 @@ import {
   userValuesOf,
   usersPage,
 } from './console-users.view.js';
-import {
-  consoleOrigin,
-  formOf,
-  redirectAfterPost,
-  requireApplication,
-  requireRole,
-  viewerOf,
-} from './console.routes.js';
 import {
   type FormFields,
   UserFilters,
@@ -50,10 +50,6 @@ const NOTICES: Record<string, string> = {
   deactivated: 'The user is inactive.',
   deleted: 'The user was deleted.',
 };
-
-function html(reply: FastifyReply, status: number, body: { text: string }) {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
-}
 
 /** The position after which the next page starts, as an opaque cursor of the page's links. */
 export function encodeUserCursor(position: UserPosition): string {
@@ -104,22 +100,20 @@ function profileOf(values: UserFormValues) {
   };
 }
 
-export function registerConsoleUserRoutes(app: FastifyInstance, services: Services): void {
+export function registerConsoleUserRoutes(app: FastifyInstance, services: ConsoleServices): void {
   const { users, applications } = services;
   const base = (clientId: string) => `/console/applications/${clientId}/users`;
 
-  function clientIdOf(request: FastifyRequest, role: 'users:read' | 'users:write'): string {
-    requireRole(request, role);
-    const { client_id: clientId } = request.params as { client_id: string };
-    requireApplication(request, clientId);
-    return clientId;
+  /** The page's application; the console's hook has checked the key may act on it. */
+  function clientIdOf(request: FastifyRequest): string {
+    return (request.params as { client_id: string }).client_id;
   }
 
   app.get(
     '/applications/:client_id/users',
-    { schema: { hide: true } },
+    { config: { role: 'users:read' }, schema: { hide: true } },
     async function listUsers(request, reply) {
-      const clientId = clientIdOf(request, 'users:read');
+      const clientId = clientIdOf(request);
       const query = request.query as Record<string, string | undefined>;
       const filters = Object.fromEntries(
         USER_FILTERS.map((name) => [name, (query[name] ?? '').trim()]),
@@ -153,7 +147,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
       const after = query.after === undefined ? null : decodeUserCursor(query.after);
       const rows = filterErrors.size > 0 ? [] : await users.listUsers(filter, after, PAGE_SIZE + 1);
       const items = rows.slice(0, PAGE_SIZE);
-      return html(
+      return sendPage(
         reply,
         filterErrors.size > 0 ? 400 : 200,
         usersPage(
@@ -175,11 +169,11 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
 
   app.get(
     '/applications/:client_id/users/new',
-    { schema: { hide: true } },
+    { config: { role: 'users:write' }, schema: { hide: true } },
     async function newUser(request, reply) {
-      const clientId = clientIdOf(request, 'users:write');
+      const clientId = clientIdOf(request);
       await applications.findApplication(clientId);
-      return html(
+      return sendPage(
         reply,
         200,
         newUserPage(viewerOf(request), clientId, valuesFrom({ locale: ['en'] }), new Map(), null),
@@ -189,9 +183,9 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
 
   app.post(
     '/applications/:client_id/users',
-    { schema: { hide: true } },
+    { config: { role: 'users:write' }, schema: { hide: true } },
     async function createUser(request, reply) {
-      const clientId = clientIdOf(request, 'users:write');
+      const clientId = clientIdOf(request);
       const values = valuesFrom(formOf(request));
       try {
         const body = assertBody<CreateUserBody>(CreateUserSchema, {
@@ -203,7 +197,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
         return redirectAfterPost(reply, `${base(clientId)}/${user.id}?notice=created`);
       } catch (error) {
         const { errors, message, status } = formProblem(error);
-        return html(
+        return sendPage(
           reply,
           status,
           newUserPage(viewerOf(request), clientId, values, errors, message),
@@ -214,12 +208,12 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
 
   app.get(
     '/applications/:client_id/users/:id',
-    { schema: { hide: true } },
+    { config: { role: 'users:read' }, schema: { hide: true } },
     async function showUser(request, reply) {
-      const clientId = clientIdOf(request, 'users:read');
+      const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
       const user = await users.findUserById(clientId, id);
-      return html(
+      return sendPage(
         reply,
         200,
         userPage(
@@ -235,9 +229,9 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
 
   app.post(
     '/applications/:client_id/users/:id',
-    { schema: { hide: true } },
+    { config: { role: 'users:write' }, schema: { hide: true } },
     async function saveUser(request, reply) {
-      const clientId = clientIdOf(request, 'users:write');
+      const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
       const form = formOf(request);
       const values = valuesFrom(form);
@@ -272,16 +266,16 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
                 errors,
                 message,
               };
-        return html(reply, status, userPage(viewerOf(request), clientId, user, form, null));
+        return sendPage(reply, status, userPage(viewerOf(request), clientId, user, form, null));
       }
     },
   );
 
   app.post(
     '/applications/:client_id/users/:id/active',
-    { schema: { hide: true } },
+    { config: { role: 'users:write' }, schema: { hide: true } },
     async function setActive(request, reply) {
-      const clientId = clientIdOf(request, 'users:write');
+      const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
       const active = formText(formOf(request), 'active') === 'true';
       await users.updateUserById(
@@ -300,9 +294,9 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Servic
 
   app.post(
     '/applications/:client_id/users/:id/delete',
-    { schema: { hide: true } },
+    { config: { role: 'users:write' }, schema: { hide: true } },
     async function deleteUser(request, reply) {
-      const clientId = clientIdOf(request, 'users:write');
+      const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
       if (formText(formOf(request), 'confirm') !== 'yes') {
         throw problem(

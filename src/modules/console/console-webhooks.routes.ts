@@ -2,13 +2,22 @@
 // deliveries, replay, enable or disable, delete.
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Services } from '../../app.js';
 import { ProblemError } from '../../problems.js';
 import {
   type CreateWebhookBody,
   CreateWebhookBody as CreateWebhookSchema,
 } from '../webhooks/webhooks.schemas.js';
-import { formProblem, noticeOf } from './console-applications.routes.js';
+import {
+  type ConsoleServices,
+  consoleOrigin,
+  formOf,
+  formProblem,
+  noticeOf,
+  redirectAfterPost,
+  sendPage,
+  sessionOf,
+  viewerOf,
+} from './console-kit.js';
 import type { FieldErrors } from './console-layout.view.js';
 import {
   type WebhookFormValues,
@@ -16,14 +25,6 @@ import {
   webhookSecretPage,
   webhooksPage,
 } from './console-webhooks.view.js';
-import {
-  consoleOrigin,
-  formOf,
-  redirectAfterPost,
-  requireRole,
-  sessionOf,
-  viewerOf,
-} from './console.routes.js';
 import { assertBody, formList, formText } from './console.schemas.js';
 
 const PAGE_SIZE = 100;
@@ -35,11 +36,10 @@ const NOTICES: Record<string, string> = {
   deleted: 'The webhook was deleted.',
 };
 
-function send(reply: FastifyReply, status: number, body: { text: string }) {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
-}
-
-export function registerConsoleWebhookRoutes(app: FastifyInstance, services: Services): void {
+export function registerConsoleWebhookRoutes(
+  app: FastifyInstance,
+  services: ConsoleServices,
+): void {
   const { webhooks } = services;
 
   async function renderList(
@@ -49,89 +49,100 @@ export function registerConsoleWebhookRoutes(app: FastifyInstance, services: Ser
     status = 200,
   ) {
     const list = await webhooks.listWebhooks(sessionOf(request).key, null, PAGE_SIZE);
-    return send(
+    return sendPage(
       reply,
       status,
       webhooksPage(viewerOf(request), { webhooks: list, form }, noticeOf(request, NOTICES)),
     );
   }
 
-  app.get('/webhooks', { schema: { hide: true } }, async function listWebhooks(request, reply) {
-    requireRole(request, 'webhooks:read');
-    return renderList(request, reply, {
-      values: { url: '', event_types: '', client_ids: '', description: '' },
-      errors: new Map(),
-      message: null,
-    });
-  });
-
-  app.post('/webhooks', { schema: { hide: true } }, async function createWebhook(request, reply) {
-    requireRole(request, 'webhooks:read');
-    requireRole(request, 'webhooks:write');
-    const form = formOf(request);
-    const values: WebhookFormValues = {
-      url: formText(form, 'url').trim(),
-      event_types: formText(form, 'event_types'),
-      client_ids: formText(form, 'client_ids'),
-      description: formText(form, 'description'),
-    };
-    try {
-      const clientIds = formList(form, 'client_ids');
-      const body = assertBody<CreateWebhookBody>(CreateWebhookSchema, {
-        url: values.url,
-        event_types: formList(form, 'event_types'),
-        client_ids: clientIds.length === 0 ? null : clientIds,
-        description: values.description,
+  app.get(
+    '/webhooks',
+    { config: { role: 'webhooks:read' }, schema: { hide: true } },
+    async function listWebhooks(request, reply) {
+      return renderList(request, reply, {
+        values: { url: '', event_types: '', client_ids: '', description: '' },
+        errors: new Map(),
+        message: null,
       });
-      const created = await webhooks.createWebhook(
-        sessionOf(request).key,
-        {
-          url: body.url,
-          eventTypes: body.event_types,
-          clientIds: body.client_ids ?? null,
-          description: body.description ?? '',
-          enabled: true,
-        },
-        consoleOrigin(request),
-      );
-      return send(reply, 201, webhookSecretPage(viewerOf(request), created.record, created.secret));
-    } catch (error) {
-      if (error instanceof ProblemError && error.status === 403) {
-        return renderList(
-          request,
-          reply,
-          { values, errors: new Map(), message: error.detail },
-          403,
-        );
-      }
-      const { errors, message, status } = formProblem(error);
-      return renderList(request, reply, { values, errors, message }, status);
-    }
-  });
+    },
+  );
 
-  app.get('/webhooks/:id', { schema: { hide: true } }, async function showWebhook(request, reply) {
-    requireRole(request, 'webhooks:read');
-    const { id } = request.params as { id: string };
-    const caller = sessionOf(request).key;
-    const webhook = await webhooks.findWebhook(caller, id);
-    const deliveries = await webhooks.listDeliveries(
-      caller,
-      { webhookId: id, status: null },
-      null,
-      PAGE_SIZE,
-    );
-    return send(
-      reply,
-      200,
-      webhookPage(viewerOf(request), webhook, deliveries, noticeOf(request, NOTICES)),
-    );
-  });
+  app.post(
+    '/webhooks',
+    { config: { role: ['webhooks:read', 'webhooks:write'] }, schema: { hide: true } },
+    async function createWebhook(request, reply) {
+      const form = formOf(request);
+      const values: WebhookFormValues = {
+        url: formText(form, 'url').trim(),
+        event_types: formText(form, 'event_types'),
+        client_ids: formText(form, 'client_ids'),
+        description: formText(form, 'description'),
+      };
+      try {
+        const clientIds = formList(form, 'client_ids');
+        const body = assertBody<CreateWebhookBody>(CreateWebhookSchema, {
+          url: values.url,
+          event_types: formList(form, 'event_types'),
+          client_ids: clientIds.length === 0 ? null : clientIds,
+          description: values.description,
+        });
+        const created = await webhooks.createWebhook(
+          sessionOf(request).key,
+          {
+            url: body.url,
+            eventTypes: body.event_types,
+            clientIds: body.client_ids ?? null,
+            description: body.description ?? '',
+            enabled: true,
+          },
+          consoleOrigin(request),
+        );
+        return sendPage(
+          reply,
+          201,
+          webhookSecretPage(viewerOf(request), created.record, created.secret),
+        );
+      } catch (error) {
+        if (error instanceof ProblemError && error.status === 403) {
+          return renderList(
+            request,
+            reply,
+            { values, errors: new Map(), message: error.detail },
+            403,
+          );
+        }
+        const { errors, message, status } = formProblem(error);
+        return renderList(request, reply, { values, errors, message }, status);
+      }
+    },
+  );
+
+  app.get(
+    '/webhooks/:id',
+    { config: { role: 'webhooks:read' }, schema: { hide: true } },
+    async function showWebhook(request, reply) {
+      const { id } = request.params as { id: string };
+      const caller = sessionOf(request).key;
+      const webhook = await webhooks.findWebhook(caller, id);
+      const deliveries = await webhooks.listDeliveries(
+        caller,
+        { webhookId: id, status: null },
+        null,
+        PAGE_SIZE,
+      );
+      return sendPage(
+        reply,
+        200,
+        webhookPage(viewerOf(request), webhook, deliveries, noticeOf(request, NOTICES)),
+      );
+    },
+  );
 
   app.post(
     '/webhooks/:id/enabled',
-    { schema: { hide: true } },
+    { config: { role: 'webhooks:write' }, schema: { hide: true } },
     async function toggle(request, reply) {
-      requireRole(request, 'webhooks:write');
       const { id } = request.params as { id: string };
       const enabled = formText(formOf(request), 'enabled') === 'true';
       await webhooks.patchWebhook(
@@ -150,9 +161,8 @@ export function registerConsoleWebhookRoutes(app: FastifyInstance, services: Ser
 
   app.post(
     '/webhooks/:id/replay',
-    { schema: { hide: true } },
+    { config: { role: 'webhooks:write' }, schema: { hide: true } },
     async function replay(request, reply) {
-      requireRole(request, 'webhooks:write');
       const { id } = request.params as { id: string };
       const after = formText(formOf(request), 'after').trim();
       await webhooks.replay(sessionOf(request).key, id, after === '' ? null : after);
@@ -162,9 +172,8 @@ export function registerConsoleWebhookRoutes(app: FastifyInstance, services: Ser
 
   app.post(
     '/webhooks/:id/delete',
-    { schema: { hide: true } },
+    { config: { role: 'webhooks:write' }, schema: { hide: true } },
     async function remove(request, reply) {
-      requireRole(request, 'webhooks:write');
       const { id } = request.params as { id: string };
       await webhooks.deleteWebhook(sessionOf(request).key, id, () => true, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/webhooks?notice=deleted');

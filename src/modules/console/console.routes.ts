@@ -1,15 +1,16 @@
 // The admin console at /console: server-rendered pages, enhanced by htmx (served from this
 // origin), in one Fastify scope of its own. Every response carries a strict CSP; every page
 // but sign-in needs a session; every POST needs the session's CSRF token and a same-origin
-// Origin. The pages call the services directly, with the API's schemas and the caller's key.
+// Origin. Every route declares who may use it (`config.role`, as the API's routes do, or
+// `consolePublic`), checked in one hook. The pages call the services directly, with the API's
+// schemas and the caller's key.
 
-import type { ChangeOrigin } from '../changes.js';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import cookie from '@fastify/cookie';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../../app.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../../clock.js';
+import { assertRoles } from '../../http/auth.js';
 import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { toProblem } from '../../http/error-handler.js';
 import { type ProblemError, problem } from '../../problems.js';
@@ -17,12 +18,19 @@ import type { Role } from '../../roles.js';
 import { registerConsoleApplicationRoutes } from './console-applications.routes.js';
 import { registerConsoleEventRoutes } from './console-events.routes.js';
 import { registerConsoleKeyRoutes } from './console-keys.routes.js';
-import type { Viewer } from './console-layout.view.js';
+import {
+  type ConsoleServices,
+  formOf,
+  redirectAfterPost,
+  requireApplication,
+  sessionOf,
+  viewerOf,
+} from './console-kit.js';
 import { errorPage, messagePage, signInPage } from './console-sign-in.view.js';
 import { registerConsoleUserRoutes } from './console-users.routes.js';
 import { registerConsoleWebhookRoutes } from './console-webhooks.routes.js';
-import { type FormFields, formText, parseForm } from './console.schemas.js';
-import { type ConsoleSession, type ConsoleSessions, csrfTokenMatches } from './console.service.js';
+import { formText, parseForm } from './console.schemas.js';
+import { type ConsoleSessions, csrfTokenMatches } from './console.service.js';
 
 export const CONSOLE_PREFIX = '/console';
 const COOKIE = 'tessera_console';
@@ -31,68 +39,35 @@ const COOKIE = 'tessera_console';
 export const CONSOLE_CSP =
   "default-src 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'; form-action 'self'";
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Console routes served without a session (sign-in, assets). */
-    consolePublic?: boolean;
-    /** Console routes a page calls by itself (live updates): they do not count as activity. */
-    consolePassive?: boolean;
-  }
-  interface FastifyRequest {
-    consoleSession: ConsoleSession | null;
-  }
-}
-
 export interface ConsoleDeps {
-  services: Services;
+  services: ConsoleServices;
   clock: Clock;
   sessions: ConsoleSessions;
   /** Failed sign-ins count with failed API keys, per address. */
   failures: AuthFailureLimiter;
 }
 
-/** The session of a request that passed the session hook. */
-export function sessionOf(request: FastifyRequest): ConsoleSession {
-  return request.consoleSession!;
-}
-
-/** The origin of a change made in the console: the session's API key, the request id. */
-export function consoleOrigin(request: FastifyRequest): ChangeOrigin {
-  return { actor: { type: 'api_key', id: sessionOf(request).key.id }, requestId: request.id };
-}
-
-export function viewerOf(request: FastifyRequest): Viewer {
-  const { key, record } = sessionOf(request);
-  return {
-    keyName: key.name,
-    roles: key.roles as Role[],
-    applications: key.applications,
-    csrfToken: record.csrfToken,
-  };
-}
-
-/** 403 unless the session's key carries the role: the console enforces what it does not show. */
-export function requireRole(request: FastifyRequest, role: Role): void {
-  if (!sessionOf(request).key.roles.includes(role)) {
-    throw problem('forbidden', `This API key lacks the role ${role}.`);
+/**
+ * Refuses, when the app is built, a console route that declares neither the roles it needs
+ * (`config.role`; `[]`: any signed-in key) nor `consolePublic`: none is left open by omission.
+ */
+export function requireDeclaredAccess(route: RouteOptions): void {
+  if (route.config?.consolePublic !== true && route.config?.role === undefined) {
+    throw new Error(
+      `The console route ${String(route.method)} ${route.url} declares no role (config.role, or consolePublic)`,
+    );
   }
 }
 
-/** 403 unless the key may act on the application; checked before any lookup. */
-export function requireApplication(request: FastifyRequest, clientId: string): void {
-  const allowed = sessionOf(request).key.applications;
-  if (allowed !== null && !allowed.includes(clientId)) {
-    throw problem('forbidden', 'This API key is restricted to other applications.');
-  }
-}
-
-export function formOf(request: FastifyRequest): FormFields {
-  return (request.body as FormFields | undefined) ?? {};
-}
-
-/** After a successful POST: see the result with a GET (htmx follows it too). */
-export function redirectAfterPost(reply: FastifyReply, location: string) {
-  return reply.redirect(location, 303);
+/**
+ * 403 unless the signed-in key carries the route's roles and, for a route of one
+ * application, may act on it: checked before the handler looks anything up.
+ */
+function authorizeConsoleRequest(request: FastifyRequest): void {
+  const key = sessionOf(request).key;
+  assertRoles(key.roles, request.routeOptions.config.role ?? []);
+  const clientId = (request.params as { client_id?: unknown } | undefined)?.client_id;
+  if (typeof clientId === 'string') requireApplication(request, clientId);
 }
 
 function isLoopbackHost(hostname: string): boolean {
@@ -142,6 +117,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     async function consoleScope(scope) {
       await scope.register(cookie);
       scope.decorateRequest('consoleSession', null);
+      scope.addHook('onRoute', requireDeclaredAccess);
       scope.addContentTypeParser(
         'application/x-www-form-urlencoded',
         { parseAs: 'string' },
@@ -202,6 +178,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
             );
           }
         }
+        authorizeConsoleRequest(request);
       });
 
       scope.setErrorHandler(function renderConsoleError(error, request, reply) {
@@ -234,28 +211,36 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         },
       );
 
-      scope.get('/', { schema: { hide: true } }, function openConsole(request, reply) {
-        const { key } = sessionOf(request);
-        const pages: [Role, string][] = [
-          ['applications:read', '/applications'],
-          ['keys:read', '/api-keys'],
-          ['events:read', '/events'],
-          ['webhooks:read', '/webhooks'],
-        ];
-        const home = pages.find(([role]) => key.roles.includes(role))?.[1] ?? '/account';
-        return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
-      });
+      scope.get(
+        '/',
+        { config: { role: [] }, schema: { hide: true } },
+        function openConsole(request, reply) {
+          const { key } = sessionOf(request);
+          const pages: [Role, string][] = [
+            ['applications:read', '/applications'],
+            ['keys:read', '/api-keys'],
+            ['events:read', '/events'],
+            ['webhooks:read', '/webhooks'],
+          ];
+          const home = pages.find(([role]) => key.roles.includes(role))?.[1] ?? '/account';
+          return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
+        },
+      );
 
-      scope.get('/account', { schema: { hide: true } }, function showAccount(request, reply) {
-        const viewer = viewerOf(request);
-        const roles = viewer.roles.join(', ') || 'none';
-        return reply
-          .type('text/html; charset=utf-8')
-          .send(
-            messagePage(viewer, 'Your key', `This key's roles (${roles}) open no console page.`)
-              .text,
-          );
-      });
+      scope.get(
+        '/account',
+        { config: { role: [] }, schema: { hide: true } },
+        function showAccount(request, reply) {
+          const viewer = viewerOf(request);
+          const roles = viewer.roles.join(', ') || 'none';
+          return reply
+            .type('text/html; charset=utf-8')
+            .send(
+              messagePage(viewer, 'Your key', `This key's roles (${roles}) open no console page.`)
+                .text,
+            );
+        },
+      );
 
       scope.get(
         '/sign-in',
@@ -319,11 +304,15 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         },
       );
 
-      scope.post('/sign-out', { schema: { hide: true } }, async function signOut(request, reply) {
-        await deps.sessions.signOut(request.cookies[COOKIE]!);
-        clearSessionCookie(reply);
-        return redirectAfterPost(reply, `${CONSOLE_PREFIX}/sign-in?signed-out=1`);
-      });
+      scope.post(
+        '/sign-out',
+        { config: { role: [] }, schema: { hide: true } },
+        async function signOut(request, reply) {
+          await deps.sessions.signOut(request.cookies[COOKIE]!);
+          clearSessionCookie(reply);
+          return redirectAfterPost(reply, `${CONSOLE_PREFIX}/sign-in?signed-out=1`);
+        },
+      );
 
       registerConsoleApplicationRoutes(scope, deps.services);
       registerConsoleUserRoutes(scope, deps.services);

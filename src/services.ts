@@ -1,0 +1,140 @@
+// The services, composed: each one built once from the store, the clock and the settings, in
+// the order they need each other. The app (app.ts), the CLI and the tests all start here; the
+// modules never import this file: each declares the services it needs, and gets them passed in.
+
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from './clock.js';
+import type { Metrics } from './http/metrics.js';
+import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.js';
+import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
+import { ApplicationsService } from './modules/applications/applications.service.js';
+import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
+import { EventsService } from './modules/events/events.service.js';
+import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
+import { ScimService } from './modules/scim/scim.service.js';
+import { AccessTokens } from './modules/tokens/access-tokens.service.js';
+import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
+import { SigningKeys } from './modules/tokens/signing-keys.service.js';
+import { TokenExchange } from './modules/tokens/token-exchange.service.js';
+import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
+import { UsersService } from './modules/users/users.service.js';
+import { WebhookSender } from './modules/webhooks/webhook-delivery.js';
+import {
+  type DispatcherOptions,
+  WebhookDispatcher,
+} from './modules/webhooks/webhook-dispatcher.js';
+import { toEventPayload } from './modules/webhooks/webhook-payload.js';
+import { WebhooksService } from './modules/webhooks/webhooks.service.js';
+import type { Store } from './store/store.js';
+
+export interface Services {
+  authenticator: ApiKeyAuthenticator;
+  applications: ApplicationsService;
+  users: UsersService;
+  apiKeys: ApiKeysService;
+  signingKeys: SigningKeys;
+  accessTokens: AccessTokens;
+  tokenExchange: TokenExchange;
+  scim: ScimService;
+  scimGroups: ScimGroupsService;
+  webhooks: WebhooksService;
+  /** Delivers events to webhooks in the background while the app runs. */
+  webhookDispatcher: WebhookDispatcher;
+  events: EventsService;
+  consoleSessions: ConsoleSessions;
+}
+
+/** How webhooks are delivered (IAM_ALLOW_INSECURE_WEBHOOKS; the rest for tests and benches). */
+export interface WebhookSettings {
+  /** Lift the outbound fence's scheme and address rules (local receivers, tests). */
+  allowInsecure: boolean;
+  dispatcher?: Partial<DispatcherOptions>;
+  /** The attempt timeout (default 15 s). */
+  timeoutMs?: number;
+}
+
+export function createServices(deps: {
+  store: Store;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  tokens?: TokenSettings;
+  webhooks?: WebhookSettings;
+  /** The version in the User-Agent of webhook deliveries. */
+  version?: string;
+  /** Where the services report what they did (JWKS fetches); none in the CLI. */
+  metrics?: Metrics;
+  /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
+  console?: ConsoleSessionLimits;
+}): Services {
+  const { store, clock, log } = deps;
+  const webhookSettings: WebhookSettings = deps.webhooks ?? { allowInsecure: false };
+  const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
+  const authenticator = new ApiKeyAuthenticator(
+    { store, clock },
+    { onTouchFailed: (error) => log.warn({ err: error }, 'could not record an API key use') },
+  );
+  const users = new UsersService({ store, clock });
+  const applications = new ApplicationsService({ store, clock });
+  const signingKeys = new SigningKeys({
+    store,
+    clock,
+    algorithm: tokens.algorithm,
+    secretKey: tokens.secretKey ?? null,
+  });
+  const accessTokens = new AccessTokens({
+    applications,
+    users,
+    clock,
+    signingKeys,
+    issuer: tokens.issuer,
+  });
+  const verifier = new ExternalTokenVerifier({
+    clock,
+    policy: { allowInsecure: tokens.allowInsecureJwks },
+    ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
+    ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
+    ...(deps.metrics === undefined
+      ? {}
+      : { onJwksFetch: deps.metrics.jwksFetched.bind(deps.metrics) }),
+  });
+  // The dispatcher is told about webhook changes (after both exist).
+  const webhooks = new WebhooksService({
+    store,
+    clock,
+    policy: { allowInsecure: webhookSettings.allowInsecure },
+    secretKey: tokens.secretKey ?? null,
+    onChange: () => dispatcher.reconsider(),
+  });
+  const dispatcher = new WebhookDispatcher({
+    store,
+    webhooks,
+    sender: new WebhookSender({
+      policy: { allowInsecure: webhookSettings.allowInsecure },
+      userAgent: `Tessera-Webhooks/${deps.version ?? 'dev'}`,
+      ...(webhookSettings.timeoutMs === undefined ? {} : { timeoutMs: webhookSettings.timeoutMs }),
+    }),
+    toPayload: toEventPayload,
+    log,
+    ...(webhookSettings.dispatcher === undefined ? {} : { options: webhookSettings.dispatcher }),
+  });
+  return {
+    authenticator,
+    applications,
+    users,
+    apiKeys: new ApiKeysService({ store, clock, authenticator }),
+    signingKeys,
+    accessTokens,
+    tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
+    scim: new ScimService({ store, applications, users }),
+    scimGroups: new ScimGroupsService({ store, users, clock }),
+    webhooks,
+    webhookDispatcher: dispatcher,
+    events: new EventsService({ store, clock }),
+    consoleSessions: new ConsoleSessions({
+      store,
+      clock,
+      authenticator,
+      ...(deps.console === undefined ? {} : { limits: deps.console }),
+    }),
+  };
+}
