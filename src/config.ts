@@ -4,6 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
+import type { DatabaseConfig } from './store/open-store.js';
 import { POSTGRES_DEFAULTS } from './store/postgres/postgres-store.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -128,17 +129,6 @@ type Environment = Static<typeof Environment>;
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
-
-export type DatabaseConfig =
-  | { kind: 'sqlite'; path: string }
-  | {
-      kind: 'postgres';
-      url: string;
-      poolSize: number;
-      connectTimeoutMs: number;
-      poolWaitMs: number;
-      statementTimeoutMs: number;
-    };
 
 export type Config = ReturnType<typeof loadConfig>;
 

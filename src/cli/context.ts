@@ -5,11 +5,11 @@
 import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { systemClock } from '../clock.js';
-import { type Config, type DatabaseConfig, loadConfig } from '../config.js';
+import { type Config, loadConfig } from '../config.js';
 import { describeFailure } from '../failures.js';
 import { createServices } from '../services.js';
 import { StoreUnavailableError } from '../store/errors.js';
-import { openStore } from '../store/open-store.js';
+import { type DatabaseConfig, openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 
 /** Where the CLI writes and what it reads; process.stdout, process.stderr, process.env when run. */

@@ -6,12 +6,10 @@ import { type KeyObject, createHmac, createSecretKey, timingSafeEqual } from 'no
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid } from '../problems.js';
-import type { PageQuery } from './schemas.js';
+import { DEFAULT_PAGE_SIZE, type PageQuery } from './schemas.js';
 import { requestPath } from './request-path.js';
 
 const MAC_LENGTH = 16;
-
-export const DEFAULT_PAGE_SIZE = 100;
 
 /** The store setting holding the cursors' HMAC secret (created on first start). */
 export const CURSOR_SECRET_SETTING = 'cursor-secret';

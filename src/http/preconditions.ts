@@ -1,8 +1,8 @@
 // Strong ETags and conditional requests over HTTP (RFC 9110 §13): the ETag header, If-Match
-// turned into a VersionCondition for the services, and If-None-Match answered with 304.
+// turned into a test of a version (the services' write precondition), and If-None-Match
+// answered with 304.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { VersionCondition } from '../modules/conditional-writes.js';
 
 export function formatEtag(version: string): string {
   return `"${version}"`;
@@ -30,8 +30,11 @@ export function ifMatchAllows(header: string | undefined, version: string): bool
   return tags !== null && tags.some((tag) => !tag.weak && tag.opaque === version);
 }
 
-/** The request's If-Match as the condition a service checks against the current version. */
-export function ifMatchCondition(request: FastifyRequest): VersionCondition {
+/**
+ * The request's If-Match as a test of the resource's current version: what a service takes as
+ * its write's precondition.
+ */
+export function ifMatchCondition(request: FastifyRequest): (version: string) => boolean {
   const header = request.headers['if-match'];
   return (version) => ifMatchAllows(header, version);
 }

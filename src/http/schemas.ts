@@ -5,7 +5,6 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { ProblemSchema, problemKinds } from '../problems.js';
 import { JSON_MEDIA_TYPE, MERGE_PATCH_MEDIA_TYPE } from './content-types.js';
 import { SCHEMA_NAME_KEYWORD, named, schemaName } from './openapi.js';
-import { DEFAULT_PAGE_SIZE } from './pagination.js';
 import { RULE_KEYWORD } from './validation.js';
 
 /** The schema plus `null`, as `type: [T, "null"]` (never anyOf: clearer errors, faster serialization). */
@@ -74,6 +73,9 @@ export const Cursor = Type.String({
   maxLength: 2048,
   description: 'Opaque; `next_cursor` of the previous page.',
 });
+
+/** The page size of a list when `limit` is not given. */
+export const DEFAULT_PAGE_SIZE = 100;
 
 export const PageQueryProperties = {
   limit: Type.Optional(

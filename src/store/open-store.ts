@@ -1,7 +1,18 @@
-import type { DatabaseConfig } from '../config.js';
 import { openPostgresStore } from './postgres/postgres-store.js';
 import { openSqliteStore } from './sqlite/sqlite-store.js';
 import type { Store } from './store.js';
+
+/** Which database holds Tessera's tables, and how to reach it (DATABASE_URL and IAM_DB_*). */
+export type DatabaseConfig =
+  | { kind: 'sqlite'; path: string }
+  | {
+      kind: 'postgres';
+      url: string;
+      poolSize: number;
+      connectTimeoutMs: number;
+      poolWaitMs: number;
+      statementTimeoutMs: number;
+    };
 
 export interface OpenStoreOptions {
   /** Told when a pooled PostgreSQL connection fails while idle (the pool replaces it). */

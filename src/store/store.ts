@@ -12,56 +12,14 @@
 // audit trail). They are written in the write's own transaction, and only when the write
 // changes what it was asked to: a write that fails or finds a version moved on records none.
 
+import type { EventRepository, NewEvent } from './event-records.js';
+import type { PageQuery } from './page-query.js';
 import type { UserPredicate } from './user-predicate.js';
 import type { WebhookRepository } from './webhook-records.js';
 
+export type * from './event-records.js';
+export type * from './page-query.js';
 export type * from './webhook-records.js';
-
-/** Who made a change: an API key (by id), a SCIM client (its key id), the CLI, … */
-export interface EventActor {
-  type: 'api_key' | 'token_exchange' | 'scim' | 'cli' | 'system';
-  id: string | null;
-}
-
-/** One changed member of a resource: its value before and after (null when absent). */
-export interface EventChange {
-  member: string;
-  before: unknown;
-  after: unknown;
-}
-
-export type EventResourceType = 'application' | 'user' | 'api_key' | 'signing_key' | 'webhook';
-
-/**
- * An event to record with a write: every write method takes the events of its change and
- * stores them in the same transaction, only when the change happens. Never holds a secret.
- */
-export interface NewEvent {
-  type: string;
-  occurredAt: number;
-  actor: EventActor;
-  clientId: string | null;
-  resource: { type: EventResourceType; id: Record<string, unknown> };
-  changes: EventChange[] | null;
-  requestId: string | null;
-}
-
-/** A recorded event; ids are fixed-width digit strings whose order is commit order. */
-export interface EventRecord extends NewEvent {
-  id: string;
-}
-
-export interface EventFilter {
-  /** Exact types, or prefixes ending in '.' (from `user.*`); null: every type. */
-  types: readonly string[] | null;
-  clientId: string | null;
-  actorId: string | null;
-  resourceType: string | null;
-  since: number | null;
-  until: number | null;
-  /** When set, only events of these client_ids (an API key's restriction; no null client_id). */
-  visibleClientIds: readonly string[] | null;
-}
 
 export type ApplicationMode = 'internal' | 'external';
 
@@ -136,12 +94,6 @@ export interface ApiKeySecretChange {
   /** Until when the replaced secret keeps working. */
   previousExpiresAt: number;
   updatedAt: number;
-}
-
-/** A keyset page request: rows strictly after `after`, in the store's total order. */
-export interface PageQuery<Position> {
-  after: Position | null;
-  limit: number;
 }
 
 export interface ApplicationFilter {
@@ -415,15 +367,6 @@ export interface SigningKeyRepository {
    * clear); false when it is not, or the key is gone.
    */
   replacePrivateKey(kid: string, expected: string, next: string): Promise<boolean>;
-}
-
-export interface EventRepository {
-  /** Events matching the filter, in id (commit) order, with ids greater than page.after. */
-  listEvents(filter: EventFilter, page: PageQuery<string>): Promise<EventRecord[]>;
-  /** The id of the newest event, or null when there is none. */
-  lastEventId(): Promise<string | null>;
-  /** Deletes up to `limit` events that occurred before `before`; returns how many it deleted. */
-  pruneEvents(before: number, limit: number): Promise<number>;
 }
 
 /** A signed-in session of the admin console. */

@@ -2,7 +2,8 @@
 // the event feed (a cursor, and a lease that lets one instance at a time work it), and the
 // log of deliveries. Part of the Store interface (store.ts), in its own file for its size.
 
-import type { NewEvent, PageQuery } from './store.js';
+import type { NewEvent } from './event-records.js';
+import type { PageQuery } from './page-query.js';
 
 export interface WebhookRecord {
   id: string;

@@ -1,0 +1,60 @@
+// The store's side of the audit trail: the events every write records with its change, and
+// the feed they are read back from. Part of the Store interface (store.ts), in its own file so
+// that every repository can name NewEvent without importing the whole interface.
+
+import type { PageQuery } from './page-query.js';
+
+/** Who made a change: an API key (by id), a SCIM client (its key id), the CLI, … */
+export interface EventActor {
+  type: 'api_key' | 'token_exchange' | 'scim' | 'cli' | 'system';
+  id: string | null;
+}
+
+/** One changed member of a resource: its value before and after (null when absent). */
+export interface EventChange {
+  member: string;
+  before: unknown;
+  after: unknown;
+}
+
+export type EventResourceType = 'application' | 'user' | 'api_key' | 'signing_key' | 'webhook';
+
+/**
+ * An event to record with a write: every write method takes the events of its change and
+ * stores them in the same transaction, only when the change happens. Never holds a secret.
+ */
+export interface NewEvent {
+  type: string;
+  occurredAt: number;
+  actor: EventActor;
+  clientId: string | null;
+  resource: { type: EventResourceType; id: Record<string, unknown> };
+  changes: EventChange[] | null;
+  requestId: string | null;
+}
+
+/** A recorded event; ids are fixed-width digit strings whose order is commit order. */
+export interface EventRecord extends NewEvent {
+  id: string;
+}
+
+export interface EventFilter {
+  /** Exact types, or prefixes ending in '.' (from `user.*`); null: every type. */
+  types: readonly string[] | null;
+  clientId: string | null;
+  actorId: string | null;
+  resourceType: string | null;
+  since: number | null;
+  until: number | null;
+  /** When set, only events of these client_ids (an API key's restriction; no null client_id). */
+  visibleClientIds: readonly string[] | null;
+}
+
+export interface EventRepository {
+  /** Events matching the filter, in id (commit) order, with ids greater than page.after. */
+  listEvents(filter: EventFilter, page: PageQuery<string>): Promise<EventRecord[]>;
+  /** The id of the newest event, or null when there is none. */
+  lastEventId(): Promise<string | null>;
+  /** Deletes up to `limit` events that occurred before `before`; returns how many it deleted. */
+  pruneEvents(before: number, limit: number): Promise<number>;
+}
