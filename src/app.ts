@@ -30,6 +30,7 @@ import {
   createMetrics,
   registerRequestMetrics,
   registerStoreMetrics,
+  registerWebhookMetrics,
 } from './http/metrics.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerAccessLog } from './http/logging.js';
@@ -166,6 +167,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const routeIndex = indexRoutes(app, MAX_PARAM_LENGTH);
   const metrics = options.metrics ?? createMetrics({ version: options.version });
   registerStoreMetrics(metrics, store);
+  registerWebhookMetrics(metrics, store, services.consoleSessions.clock);
   registerRequestMetrics(app, metrics.registry, { tokenEndpoint: TOKEN_ENDPOINT });
   registerErrorHandling(app, routeIndex);
   if (options.accessLog === true) registerAccessLog(app);

@@ -115,6 +115,9 @@ export function createServices(deps: {
     }),
     toPayload: toEventPayload,
     log,
+    ...(deps.metrics === undefined
+      ? {}
+      : { onAttempt: deps.metrics.webhookAttempted.bind(deps.metrics) }),
     ...(webhookSettings.dispatcher === undefined ? {} : { options: webhookSettings.dispatcher }),
   });
   return {

@@ -1,6 +1,7 @@
 // tessera-test: both-stores
 // Stopping: requests in flight finish; requests that arrive on an open connection meanwhile
-// get a 503 problem telling the client to retry, and the connection closes.
+// get a 503 problem telling the client to retry, and the connection closes. A delivery stuck
+// on a receiver that trickles does not hold the stop up.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +11,12 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { applicationBody, buildTestApp } from './helpers.js';
+import { TEST_STORE, applicationBody, buildTestApp } from './helpers.js';
+import { createTestSchema, databaseUrlFor, dropSchema } from './postgres.js';
+import { callServer, serverEntry, startServerProcess } from './server-process.js';
+import { TricklingReceiver } from './trickling-receiver.js';
+
+const KEY = `tsr_stopping_${'s'.repeat(40)}`;
 
 describe('stopping the server', () => {
   it('finishes the request in flight and answers the next one with a 503 problem', async () => {
@@ -49,6 +55,52 @@ describe('stopping the server', () => {
     } finally {
       blocker.close();
       await ctx.store.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('exits 0 within 10 s, without an error line, while a delivery trickles', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'tessera-stop-'));
+    const schema = TEST_STORE === 'postgres' ? await createTestSchema() : null;
+    const receiver = await TricklingReceiver.start(500);
+    try {
+      const server = await startServerProcess(process.execPath, serverEntry(), {
+        DATABASE_URL:
+          schema === null ? `sqlite:${join(directory, 'tessera.db')}` : databaseUrlFor(schema),
+        IAM_DATA_DIR: directory,
+        IAM_BOOTSTRAP_API_KEY: KEY,
+        IAM_ALLOW_INSECURE_WEBHOOKS: 'true',
+      });
+      receiver.trickle.add('/hook');
+      const hook = await callServer(server, KEY, 'POST', '/webhooks', {
+        url: receiver.url('/hook'),
+        event_types: ['*'],
+      });
+      assert.equal(hook.status, 201);
+      const created = await callServer(server, KEY, 'POST', '/applications', applicationBody());
+      assert.equal(created.status, 201);
+      for (let waited = 0; receiver.trickling === 0; waited += 20) {
+        assert.ok(waited < 15_000, 'the delivery never started');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const started = Date.now();
+      const code = await server.stop();
+      const took = Date.now() - started;
+      assert.equal(code, 0, server.output());
+      // §1's bound; it takes about the dispatcher's 1 s grace.
+      assert.ok(took < 10_000, `stopping took ${took} ms`);
+      const errors = server
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg?: string })
+        .filter((line) => line.level >= 50);
+      assert.deepEqual(errors, []);
+      assert.doesNotMatch(server.output(), /did not start in time/);
+      assert.equal(receiver.trickling, 0, 'the trickling connection was closed');
+    } finally {
+      await receiver.close();
+      if (schema !== null) await dropSchema(schema);
       rmSync(directory, { recursive: true, force: true });
     }
   });

@@ -161,7 +161,7 @@ describe('webhook delivery', () => {
     });
     assert.equal(first.attempts, 3);
     assert.equal(first.log[0]!.status_code, null);
-    assert.match(first.log[0]!.error ?? '', /no answer within 400 ms/);
+    assert.match(first.log[0]!.error ?? '', /no complete answer within 400 ms/);
   });
 
   it('retries a receiver that refuses connections until it listens again', async () => {

@@ -7,7 +7,8 @@
 
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Store } from '../store/store.js';
+import type { Clock } from '../clock.js';
+import type { Store, WebhookBacklog } from '../store/store.js';
 import { isDebugEnabled } from './logging.js';
 import { requestPath } from './request-path.js';
 
@@ -23,6 +24,8 @@ export interface Metrics {
   tokenExchanged(outcome: string, failedCheck: string | null): void;
   /** A provider's key set was fetched (ok) or could not be (failed). */
   jwksFetched(outcome: 'ok' | 'failed'): void;
+  /** What became of a webhook delivery attempt (WebhookDispatcher's AttemptResult). */
+  webhookAttempted(outcome: string): void;
 }
 
 export function createMetrics(options: { version: string }): Metrics {
@@ -52,9 +55,20 @@ export function createMetrics(options: { version: string }): Metrics {
     labelNames: ['outcome'],
     registers: [registry],
   });
+  const webhookAttempts = new Counter({
+    name: 'tessera_webhook_deliveries_total',
+    help:
+      'Webhook delivery attempts made by this instance, by outcome: delivered (2xx), failed ' +
+      '(another answer or none; retried), timed_out (the whole attempt passed its deadline; ' +
+      'retried), given_up (still failing after the retry period: marked failed), cancelled ' +
+      '(the webhook was deleted or disabled, or the instance stopped)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
   return {
     registry,
     authenticationFailed: (reason) => authFailures.inc({ reason }),
+    webhookAttempted: (outcome) => webhookAttempts.inc({ outcome }),
     tokenExchanged: (outcome, failedCheck) =>
       exchanges.inc({ outcome, failed_check: failedCheck ?? '' }),
     jwksFetched: (outcome) => jwks.inc({ outcome }),
@@ -84,6 +98,40 @@ export function registerStoreMetrics(metrics: Metrics, store: Store): void {
     registers: [metrics.registry],
   });
   store.observe?.({ committed: (seconds) => commits.observe(seconds) });
+}
+
+/**
+ * The webhooks' backlog, read from the store at each scrape. It is the cluster's, not this
+ * instance's: every instance reports the same figures.
+ */
+export function registerWebhookMetrics(metrics: Metrics, store: Store, clock: Clock): void {
+  let reading: Promise<WebhookBacklog> | undefined;
+  // Both gauges come from one read per scrape.
+  const read = () => {
+    reading ??= store.webhooks.measureBacklog().finally(() => {
+      setImmediate(() => (reading = undefined));
+    });
+    return reading;
+  };
+  new Gauge({
+    name: 'tessera_webhook_backlog_events',
+    help:
+      'Events not yet dealt with, summed over the enabled webhooks (each counts the events ' +
+      'after its cursor, whether or not they match it)',
+    registers: [metrics.registry],
+    async collect() {
+      this.set((await read()).events);
+    },
+  });
+  new Gauge({
+    name: 'tessera_webhook_oldest_pending_age_seconds',
+    help: 'Age of the oldest event an enabled webhook has not yet dealt with; 0 when none',
+    registers: [metrics.registry],
+    async collect() {
+      const { oldestEventAt } = await read();
+      this.set(oldestEventAt === null ? 0 : Math.max(0, (clock.now() - oldestEventAt) / 1000));
+    },
+  });
 }
 
 export function registerRequestMetrics(

@@ -160,4 +160,14 @@ export interface WebhookRepository {
   /** Deliveries newest first (by event id), before the given event id. */
   listDeliveries(filter: DeliveryFilter, page: PageQuery<string>): Promise<DeliveryRecord[]>;
   countDeliveries(filter: DeliveryFilter): Promise<number>;
+  /** How far the enabled webhooks are behind the feed (for metrics). */
+  measureBacklog(): Promise<WebhookBacklog>;
+}
+
+/** How far the enabled webhooks are behind the event feed. */
+export interface WebhookBacklog {
+  /** Events after each enabled webhook's cursor, summed over them (matching it or not). */
+  events: number;
+  /** When the oldest event after any enabled webhook's cursor occurred; null: none behind. */
+  oldestEventAt: number | null;
 }

@@ -1,11 +1,18 @@
 // One delivery attempt: the event JSON POSTed to the webhook's url, signed per the Standard
 // Webhooks specification (https://www.standardwebhooks.com) with the `standardwebhooks`
-// package, through the outbound fence. Connections are kept alive per origin: each new
-// socket's address is checked in its own DNS lookup, so a pooled socket only ever talks to
-// an address that passed the fence.
+// package, through the outbound fence.
+//
+// Isolation: every webhook has connection pools of its own (one socket, kept alive), so a
+// receiver that hangs or trickles holds only its own webhook's connection; no pool, socket
+// budget or worker is shared with another webhook, whoever owns it, even on the same origin.
+// A deadline bounds the whole attempt (connect, send, read the answer), not a silence: a
+// receiver that answers one byte at a time is cut off when it passes. Each new socket's
+// address is checked in its own DNS lookup, so a pooled socket only ever talks to an address
+// that passed the fence.
 
 import http from 'node:http';
 import https from 'node:https';
+import { LRUCache } from 'lru-cache';
 import { Webhook } from 'standardwebhooks';
 import {
   OutboundRefusedError,
@@ -14,10 +21,14 @@ import {
   refuseTarget,
 } from '../outbound-fence.js';
 
-/** A receiver that does not answer within this long has failed the attempt. */
+/** The whole of an attempt (connect, send, read the answer) must fit in this. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
 /** How much of an answer is read (and thrown away): receivers owe us a status, not a body. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/** An idle kept-alive connection to a receiver is closed after this long. */
+const IDLE_SOCKET_MS = 30_000;
+/** Webhooks whose connection pools are kept; the least recently used beyond it are closed. */
+const POOLS_KEPT = 10_000;
 
 export interface AttemptOutcome {
   /** The receiver's status, or null when none came (refused, timed out, fenced off). */
@@ -25,6 +36,13 @@ export interface AttemptOutcome {
   /** Why it failed, in a few words; null on a 2xx. */
   error: string | null;
   durationMs: number;
+  /**
+   * The attempt was cut short by Tessera (the webhook was deleted or disabled, or the instance
+   * is stopping): not the receiver's doing, so it is not recorded, and the event is sent again.
+   */
+  cancelled?: true;
+  /** The deadline passed before the answer was complete. */
+  timedOut?: true;
 }
 
 export interface SignedMessage {
@@ -35,10 +53,19 @@ export interface SignedMessage {
   secrets: readonly string[];
 }
 
+/** One webhook's own connection pools. */
+interface WebhookPools {
+  http: http.Agent;
+  https: https.Agent;
+}
+
 export class WebhookSender {
   readonly #signers = new Map<string, Webhook>();
-  readonly #httpAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  readonly #httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 4 });
+  readonly #pools = new LRUCache<string, WebhookPools>({
+    max: POOLS_KEPT,
+    dispose: (pools) => destroyPools(pools),
+  });
+  readonly #timeoutMs: number;
 
   constructor(
     private readonly options: {
@@ -46,7 +73,9 @@ export class WebhookSender {
       timeoutMs?: number;
       userAgent: string;
     },
-  ) {}
+  ) {
+    this.#timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  }
 
   /** The webhook-signature header: `v1,<base64>` per secret, space-separated. */
   sign(message: SignedMessage, at: Date): string {
@@ -55,14 +84,24 @@ export class WebhookSender {
       .join(' ');
   }
 
-  /** POSTs the message once; never throws. */
-  send(url: string, message: SignedMessage, at: Date): Promise<AttemptOutcome> {
+  /**
+   * POSTs the message once, on the webhook's own connection; never throws. `signal` cancels
+   * the attempt (the connection is closed): the outcome then says `cancelled`.
+   */
+  send(
+    webhookId: string,
+    url: string,
+    message: SignedMessage,
+    at: Date,
+    signal?: AbortSignal,
+  ): Promise<AttemptOutcome> {
     const started = performance.now();
     const done = (statusCode: number | null, error: string | null): AttemptOutcome => ({
       statusCode,
       error,
       durationMs: Math.round(performance.now() - started),
     });
+    if (signal?.aborted === true) return Promise.resolve(cancelled(done));
     let target: URL;
     try {
       target = new URL(url);
@@ -73,12 +112,12 @@ export class WebhookSender {
     if (refusal !== null) return Promise.resolve(done(null, refusal));
     const body = Buffer.from(message.payload);
     const secure = target.protocol === 'https:';
+    const pools = this.#poolsOf(webhookId);
     return new Promise((resolve) => {
       const request = (secure ? https : http).request(target, {
         method: 'POST',
-        agent: secure ? this.#httpsAgent : this.#httpAgent,
+        agent: secure ? pools.https : pools.http,
         lookup: fencedLookup(this.options.policy, 'url'),
-        timeout: this.options.timeoutMs ?? DELIVERY_TIMEOUT_MS,
         headers: {
           'content-type': 'application/json',
           'content-length': body.length,
@@ -89,15 +128,28 @@ export class WebhookSender {
         },
       });
       let settled = false;
+      let status: number | null = null;
       const settle = (outcome: AttemptOutcome) => {
         if (settled) return;
         settled = true;
+        clearTimeout(deadline);
+        signal?.removeEventListener('abort', cancel);
         resolve(outcome);
       };
-      request.once('timeout', () => {
+      // The whole attempt, however steadily the receiver trickles: a timer, not a socket
+      // timeout (which only measures silence).
+      const deadline = setTimeout(() => {
+        settle({
+          ...done(status, `no complete answer within ${this.#timeoutMs} ms`),
+          timedOut: true,
+        });
         request.destroy();
-        settle(done(null, `no answer within ${this.options.timeoutMs ?? DELIVERY_TIMEOUT_MS} ms`));
-      });
+      }, this.#timeoutMs);
+      const cancel = () => {
+        settle(cancelled(done));
+        request.destroy();
+      };
+      signal?.addEventListener('abort', cancel, { once: true });
       request.once('error', (error: NodeJS.ErrnoException) => {
         settle(
           done(
@@ -109,18 +161,19 @@ export class WebhookSender {
         );
       });
       request.once('response', (response) => {
-        const status = response.statusCode ?? 0;
+        status = response.statusCode ?? 0;
+        const answered = status;
         let read = 0;
         response.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read > MAX_ANSWER_BYTES) response.destroy();
         });
         const finish = () => {
-          if (status >= 200 && status < 300) settle(done(status, null));
+          if (answered >= 200 && answered < 300) settle(done(answered, null));
           // A redirect is not followed: the receiver must be configured where it is.
-          else if (status >= 300 && status < 400)
-            settle(done(status, 'redirects are not followed'));
-          else settle(done(status, `HTTP ${status}`));
+          else if (answered >= 300 && answered < 400)
+            settle(done(answered, 'redirects are not followed'));
+          else settle(done(answered, `HTTP ${answered}`));
         };
         response.once('end', finish);
         response.once('close', finish);
@@ -130,9 +183,24 @@ export class WebhookSender {
     });
   }
 
+  /** Closes a webhook's connections (it was deleted or disabled); its next attempt opens new ones. */
+  forget(webhookId: string): void {
+    this.#pools.delete(webhookId);
+  }
+
   close(): void {
-    this.#httpAgent.destroy();
-    this.#httpsAgent.destroy();
+    this.#pools.clear();
+  }
+
+  #poolsOf(webhookId: string): WebhookPools {
+    let pools = this.#pools.get(webhookId);
+    if (pools === undefined) {
+      // One socket: a webhook's deliveries go one at a time, in order, so it never needs two.
+      const options = { keepAlive: true, maxSockets: 1, timeout: IDLE_SOCKET_MS };
+      pools = { http: new http.Agent(options), https: new https.Agent(options) };
+      this.#pools.set(webhookId, pools);
+    }
+    return pools;
   }
 
   #signer(secret: string): Webhook {
@@ -144,4 +212,15 @@ export class WebhookSender {
     }
     return signer;
   }
+}
+
+function cancelled(
+  done: (statusCode: number | null, error: string | null) => AttemptOutcome,
+): AttemptOutcome {
+  return { ...done(null, 'cancelled'), cancelled: true };
+}
+
+function destroyPools(pools: WebhookPools): void {
+  pools.http.destroy();
+  pools.https.destroy();
 }

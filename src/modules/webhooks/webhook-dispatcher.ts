@@ -15,6 +15,12 @@
 // events wait until it is delivered or, after RETRY.giveUpAfterMs of trying, marked failed.
 // A 410 Gone disables the webhook, leaving the refused event first in line for when an
 // operator enables it again.
+//
+// Webhooks are worked independently: one worker per webhook, each with its own connections
+// (WebhookSender), so a receiver that hangs delays only its own webhook. Deleting or disabling
+// a webhook, on any instance, cancels its attempt in flight (the next look for work finds it
+// gone); stopping the instance cancels what is still in flight after a short grace. A
+// cancelled attempt is not recorded: the event is delivered again (at least once).
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -76,6 +82,22 @@ export const DISPATCHER_DEFAULTS: DispatcherOptions = {
   retry: RETRY,
 };
 
+/** How long a stopping instance lets attempts in flight finish before it cancels them. */
+const STOP_GRACE_MS = 1_000;
+
+/**
+ * What became of one attempt: delivered (2xx); failed (another answer, or none: retried);
+ * timed_out (the deadline passed: retried); given_up (failed after the retry period, marked
+ * failed); cancelled (the webhook was deleted or disabled, or the instance is stopping).
+ */
+export type AttemptResult = 'delivered' | 'failed' | 'timed_out' | 'given_up' | 'cancelled';
+
+interface Worker {
+  done: Promise<void>;
+  /** Cancels the attempt in flight and stops the worker. */
+  abort: AbortController;
+}
+
 interface Claim {
   cursor: string | null;
   generation: number;
@@ -86,7 +108,7 @@ export class WebhookDispatcher {
   readonly owner = randomUUID();
   readonly #options: DispatcherOptions;
   readonly #clock: Clock;
-  readonly #workers = new Map<string, Promise<void>>();
+  readonly #workers = new Map<string, Worker>();
   /** Webhooks whose head event waits for its next attempt: not claimed before then. */
   readonly #notBefore = new Map<string, number>();
   #waiters = new Set<() => void>();
@@ -101,6 +123,8 @@ export class WebhookDispatcher {
       /** Maps a stored event to the JSON a receiver gets (the API's representation). */
       toPayload: (event: EventRecord) => unknown;
       log: FastifyBaseLogger;
+      /** Told what became of each attempt (metrics). */
+      onAttempt?: (result: AttemptResult) => void;
       /** Real time: receivers check webhook-timestamp against their own clocks. */
       clock?: Clock;
       options?: Partial<DispatcherOptions>;
@@ -129,14 +153,38 @@ export class WebhookDispatcher {
     for (const resolve of waiters) resolve();
   }
 
-  /** Stops after the attempts in flight; leases are given up so another instance goes on at once. */
+  /**
+   * Stops promptly: attempts in flight get STOP_GRACE_MS to finish (and be recorded), then are
+   * cancelled, so a receiver that hangs cannot hold up a shutdown. Leases are given up so
+   * another instance goes on at once; a cancelled attempt is delivered again there.
+   */
   async stop(): Promise<void> {
     if (!this.#running) return;
     this.#running = false;
     this.wake();
     await this.#loop;
-    await Promise.allSettled([...this.#workers.values()]);
+    const workers = [...this.#workers.values()];
+    const finished = Promise.allSettled(workers.map((worker) => worker.done));
+    let grace: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'cancel'>((resolve) => {
+      grace = setTimeout(() => resolve('cancel'), STOP_GRACE_MS);
+    });
+    if ((await Promise.race([finished, graceOver])) === 'cancel') {
+      for (const worker of workers) worker.abort.abort();
+      await finished;
+    }
+    clearTimeout(grace);
     this.deps.sender.close();
+  }
+
+  /** Cancels the webhook's attempt in flight, if any, and closes its connections. */
+  #cancel(id: string): void {
+    const worker = this.#workers.get(id);
+    if (worker !== undefined && !worker.abort.signal.aborted) {
+      worker.abort.abort();
+      this.deps.onAttempt?.('cancelled');
+    }
+    this.deps.sender.forget(id);
   }
 
   async #run(): Promise<void> {
@@ -156,6 +204,11 @@ export class WebhookDispatcher {
   async #claimWork(): Promise<void> {
     const { store } = this.deps;
     const states = await store.webhooks.listWebhookStates();
+    // A webhook deleted or disabled (here or on another instance) has its attempt cancelled.
+    if (this.#workers.size > 0) {
+      const enabled = new Set(states.map((state) => state.id));
+      for (const id of this.#workers.keys()) if (!enabled.has(id)) this.#cancel(id);
+    }
     // No enabled webhook: the feed is not read (on PostgreSQL a read sequences events first).
     if (states.length === 0) return;
     const lastEventId = await store.events.lastEventId();
@@ -176,22 +229,26 @@ export class WebhookDispatcher {
         now + this.#options.leaseMs,
       );
       if (claim === undefined) continue;
-      const worker = this.#work(state.id, claim)
-        .catch((error: unknown) => {
-          this.deps.log.warn(
-            { err: error, webhookId: state.id },
-            'webhook delivery stopped; retrying',
-          );
-        })
-        .finally(() => {
-          this.#workers.delete(state.id);
-        });
+      const abort = new AbortController();
+      const worker: Worker = {
+        abort,
+        done: this.#work(state.id, claim, abort.signal)
+          .catch((error: unknown) => {
+            this.deps.log.warn(
+              { err: error, webhookId: state.id },
+              'webhook delivery stopped; retrying',
+            );
+          })
+          .finally(() => {
+            if (this.#workers.get(state.id) === worker) this.#workers.delete(state.id);
+          }),
+      };
       this.#workers.set(state.id, worker);
     }
   }
 
   /** Works one webhook while this instance holds its lease and has something to deliver. */
-  async #work(id: string, claim: Claim): Promise<void> {
+  async #work(id: string, claim: Claim, signal: AbortSignal): Promise<void> {
     const { store } = this.deps;
     let holding = true;
     const renew = setInterval(() => {
@@ -209,7 +266,7 @@ export class WebhookDispatcher {
     const recorder = new Recorder(store, id, this.owner, claim);
     let next = this.#read(id, claim.cursor);
     try {
-      while (this.#running && holding && !recorder.lost) {
+      while (this.#running && holding && !recorder.lost && !signal.aborted) {
         const batch = await next;
         if (batch === undefined) return;
         const { webhook, events, lastEventId } = batch;
@@ -231,6 +288,7 @@ export class WebhookDispatcher {
           events,
           batch.pending,
           () => holding,
+          signal,
         );
         if (outcome !== 'more') return;
       }
@@ -241,7 +299,7 @@ export class WebhookDispatcher {
       if (failed !== undefined) {
         this.deps.log.warn({ err: failed, webhookId: id }, 'webhook delivery stopped; retrying');
       }
-      // Given up when idle or waiting, so whichever instance is woken first goes on.
+      // Given up when idle, waiting or cancelled, so whichever instance is woken first goes on.
       if (!recorder.lost && holding) await store.webhooks.releaseWebhook(id, this.owner);
     }
   }
@@ -276,6 +334,7 @@ export class WebhookDispatcher {
     events: readonly EventRecord[],
     headPending: DeliveryRecord | undefined,
     holding: () => boolean,
+    signal: AbortSignal,
   ): Promise<'more' | 'wait' | 'stop'> {
     let pending = headPending;
     let done: DeliveryRecord[] = [];
@@ -295,7 +354,7 @@ export class WebhookDispatcher {
     };
 
     for (const event of events) {
-      if (!this.#running || !holding() || recorder.lost) break;
+      if (!this.#running || !holding() || recorder.lost || signal.aborted) break;
       const now = this.#clock.now();
       const previous = pending?.eventId === event.id ? pending : undefined;
       pending = undefined;
@@ -305,15 +364,19 @@ export class WebhookDispatcher {
         this.#waitUntil(webhook.id, due);
         return 'wait';
       }
-      const outcome = await this.#attempt(webhook, event);
+      const outcome = await this.#attempt(webhook, event, signal);
+      // Not the receiver's doing: nothing recorded, the event stays first in line.
+      if (outcome.cancelled === true) break;
       const record = nextDeliveryRecord(webhook.id, event, previous, outcome, this.#clock.now());
       if (outcome.error === null) {
+        this.deps.onAttempt?.('delivered');
         done.push(record);
         cursor = event.id;
         if (this.#clock.now() - lastFlush >= this.#options.flushEveryMs) void flush();
         continue;
       }
       if (outcome.statusCode === 410) {
+        this.deps.onAttempt?.('failed');
         // The receiver says it is gone for good: stop, and keep the event first in line.
         record.status = 'failed';
         await flush([record], { reason: 'gone' });
@@ -325,11 +388,13 @@ export class WebhookDispatcher {
       }
       const elapsed = record.lastAttemptAt - record.firstAttemptAt;
       if (elapsed >= this.#options.retry.giveUpAfterMs) {
+        this.deps.onAttempt?.('given_up');
         record.status = 'failed';
         cursor = event.id;
         if (!(await flush([record]))) return 'stop';
         continue;
       }
+      this.deps.onAttempt?.(outcome.timedOut === true ? 'timed_out' : 'failed');
       const delay = retryDelay(record.attempts, this.#options.retry);
       record.status = 'pending';
       record.nextAttemptAt = record.lastAttemptAt + delay;
@@ -338,7 +403,7 @@ export class WebhookDispatcher {
       return 'wait';
     }
     if (done.length > 0) void flush();
-    return recorder.lost ? 'stop' : 'more';
+    return recorder.lost || signal.aborted ? 'stop' : 'more';
   }
 
   /** The change of a webhook Tessera disables itself, with its webhook.updated event. */
@@ -353,7 +418,11 @@ export class WebhookDispatcher {
     };
   }
 
-  async #attempt(webhook: WebhookRecord, event: EventRecord): Promise<AttemptOutcome> {
+  async #attempt(
+    webhook: WebhookRecord,
+    event: EventRecord,
+    signal: AbortSignal,
+  ): Promise<AttemptOutcome> {
     const now = this.#clock.now();
     let secrets: string[];
     try {
@@ -362,7 +431,7 @@ export class WebhookDispatcher {
       return { statusCode: null, error: (error as Error).message, durationMs: 0 };
     }
     const message = { id: event.id, payload: JSON.stringify(this.deps.toPayload(event)), secrets };
-    return this.deps.sender.send(webhook.url, message, new Date(now));
+    return this.deps.sender.send(webhook.id, webhook.url, message, new Date(now), signal);
   }
 
   #waitUntil(id: string, at: number): void {
@@ -462,7 +531,12 @@ function nextDeliveryRecord(
   outcome: AttemptOutcome,
   now: number,
 ): DeliveryRecord {
-  const attempt = { at: now, ...outcome };
+  const attempt = {
+    at: now,
+    statusCode: outcome.statusCode,
+    error: outcome.error,
+    durationMs: outcome.durationMs,
+  };
   return {
     webhookId,
     eventId: event.id,

@@ -188,7 +188,7 @@ export class WebhooksService {
           this.deps.store.webhooks.deleteWebhook(id, current.etag, [
             webhookEvent('webhook.deleted', origin, this.deps.clock.now(), current, null),
           ]),
-      }),
+      }).then(() => this.deps.onChange?.()),
     );
   }
 

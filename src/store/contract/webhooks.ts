@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeliveryRecord, WebhookRecord } from '../webhook-records.js';
-import { T0, type ContractContext } from './fixtures.js';
+import { T0, type ContractContext, applicationRecord } from './fixtures.js';
 
 function webhook(id: string, overrides: Partial<WebhookRecord> = {}): WebhookRecord {
   return {
@@ -249,6 +249,42 @@ export function describeWebhooksContract(ctx: ContractContext): void {
       await webhooks.deleteWebhook('w1', 'w1-1', []);
       await webhooks.insertWebhook(webhook('w1'), null, []);
       assert.equal(await webhooks.countDeliveries({ webhookId: 'w1', status: null }), 0);
+    });
+
+    it('measures how far the enabled webhooks are behind the feed', async () => {
+      const { webhooks, applications, events } = ctx.store;
+      assert.deepEqual(await webhooks.measureBacklog(), { events: 0, oldestEventAt: null });
+      const changes = Array.from({ length: 5 }, (_, index) => ({
+        type: 'application.updated',
+        occurredAt: T0 + 1000 * index,
+        actor: { type: 'cli' as const, id: null },
+        clientId: 'billing',
+        resource: { type: 'application' as const, id: { client_id: 'billing' } },
+        changes: null,
+        requestId: null,
+      }));
+      await applications.insertApplication(applicationRecord('billing'), changes);
+      const ids = (
+        await events.listEvents(
+          {
+            types: null,
+            clientId: null,
+            actorId: null,
+            resourceType: null,
+            since: null,
+            until: null,
+            visibleClientIds: null,
+          },
+          { after: null, limit: 10 },
+        )
+      ).map((event) => event.id);
+      // w1 has dealt with two events (three behind), w2 with every one, w3 is disabled.
+      await webhooks.insertWebhook(webhook('w1'), ids[1]!, []);
+      await webhooks.insertWebhook(webhook('w2'), ids[4]!, []);
+      await webhooks.insertWebhook(webhook('w3', { enabled: false }), null, []);
+      assert.deepEqual(await webhooks.measureBacklog(), { events: 3, oldestEventAt: T0 + 2000 });
+      await webhooks.insertWebhook(webhook('w4'), null, []);
+      assert.deepEqual(await webhooks.measureBacklog(), { events: 8, oldestEventAt: T0 });
     });
   });
 }

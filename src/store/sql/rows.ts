@@ -22,7 +22,7 @@ import type {
 } from './tables.js';
 import { encodeUserKey } from './tables.js';
 
-function toMillis(value: number | string): number {
+export function toMillis(value: number | string): number {
   return typeof value === 'number' ? value : Number(value);
 }
 

@@ -11,10 +11,11 @@ import type {
   WebhookFilter,
   WebhookRecord,
   WebhookRepository,
+  WebhookBacklog,
   WebhookState,
 } from '../webhook-records.js';
 import type { SqlExecutor } from './sql-executor.js';
-import { toEventRow, toOptionalMillis } from './rows.js';
+import { parseEventId, toEventRow, toMillis, toOptionalMillis } from './rows.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './tables.js';
 
 // Leases are compare-and-set updates on the webhook's row: "take it when nobody holds an
@@ -322,6 +323,42 @@ export class SqlWebhookRepository implements WebhookRepository {
     if (filter.status !== null) query = query.where('status', '=', filter.status);
     const [row] = await this.sql.select(query.compile());
     return Number(row?.count ?? 0);
+  }
+
+  async measureBacklog(): Promise<WebhookBacklog> {
+    await this.sql.sequenceEvents?.();
+    const { db } = this.sql;
+    const [[newest], cursors] = await Promise.all([
+      this.sql.select(
+        db
+          .selectFrom('events')
+          .select((eb) => eb.fn.max('seq').as('last'))
+          .compile(),
+      ),
+      this.sql.select(
+        db.selectFrom('webhooks').select('cursor').where('enabled', '=', 1).compile(),
+      ),
+    ]);
+    const last = Number(newest?.last ?? 0);
+    let events = 0;
+    let oldestCursor: number | undefined;
+    for (const { cursor } of cursors) {
+      const seq = cursor === null ? 0 : (parseEventId(cursor) ?? last);
+      if (seq >= last) continue;
+      events += last - seq;
+      oldestCursor = Math.min(oldestCursor ?? seq, seq);
+    }
+    if (oldestCursor === undefined) return { events: 0, oldestEventAt: null };
+    const [oldest] = await this.sql.select(
+      db
+        .selectFrom('events')
+        .select('occurred_at')
+        .where('seq', '>', oldestCursor)
+        .orderBy('seq')
+        .limit(1)
+        .compile(),
+    );
+    return { events, oldestEventAt: oldest === undefined ? null : toMillis(oldest.occurred_at) };
   }
 }
 
