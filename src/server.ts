@@ -48,6 +48,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     recordEvents: config.recordEvents,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
+    onListenerTrouble: (message, error) =>
+      logger.warn(error instanceof Error ? { reason: error.message } : {}, message),
   });
   await store.migrate();
   const version = packageVersion();

@@ -86,6 +86,27 @@ describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 },
     assert.equal((reread.body as { display_name: string }).display_name, 'Shared, renamed');
   });
 
+  it('answers a long poll on one instance with a change made through the other', async () => {
+    const [one, other] = instances as [ServerProcess, ServerProcess];
+    const feed = await request(other, adminKey, 'GET', '/events?limit=1000');
+    const after = feed.body.next_after as string;
+    const polled = request(other, adminKey, 'GET', `/events?after=${after}&wait=20`);
+    // The long poll is waiting (its first read came back empty) before the change is made.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    const created = await request(one, adminKey, 'POST', '/applications', {
+      client_id: 'polled-app',
+      display_name: 'Polled',
+      description: '',
+    });
+    assert.equal(created.status, 201);
+    const answer = await polled;
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.items[0].client_id, 'polled-app');
+    // Woken by the notification, not at the end of its 20 s.
+    assert.ok(Date.now() - started < 10_000);
+  });
+
   it('lets exactly one of 40 identical creates spread over both instances succeed', async () => {
     const user = {
       identifier: 'same-person',

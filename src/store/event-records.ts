@@ -57,4 +57,13 @@ export interface EventRepository {
   lastEventId(): Promise<string | null>;
   /** Deletes up to `limit` events that occurred before `before`; returns how many it deleted. */
   pruneEvents(before: number, limit: number): Promise<number>;
+  /**
+   * Calls `onCommitted` soon after events are committed: at once for this process's writes,
+   * and for other instances' writes where the database can say so (PostgreSQL LISTEN/NOTIFY,
+   * on one connection per process, whatever the number of watchers). Also called when
+   * notifications may have been missed (the listening connection came back). Best effort: a
+   * watcher that must not miss an event also looks now and then. Returns a function that stops
+   * watching.
+   */
+  watchEvents(onCommitted: () => void): () => void;
 }

@@ -17,6 +17,8 @@ export type DatabaseConfig =
 export interface OpenStoreOptions {
   /** Told when a pooled PostgreSQL connection fails while idle (the pool replaces it). */
   onIdleError?: (error: Error) => void;
+  /** Told when PostgreSQL's connection listening for other instances' events fails. */
+  onListenerTrouble?: (message: string, error?: unknown) => void;
   /** Open an existing SQLite file only; never create it or its directory. */
   mustExist?: boolean;
   /** False only for the bench's runs without events (IAM_BENCH_WITHOUT_EVENTS). */

@@ -1,9 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../clock.js';
 import type { EventFilter, EventRecord, Store } from '../../store/store.js';
-
-/** How often a long poll looks for new events (other instances write them too). */
-const POLL_INTERVAL_MS = 100;
+import { FeedWaiters } from './feed-waiters.js';
 
 /** How often old events are pruned (and once at start). */
 const PRUNE_INTERVAL_MS = 3_600_000;
@@ -23,19 +20,33 @@ export interface EventListing {
 export class EventsService {
   #stopping = false;
   readonly #stop = new AbortController();
+  /** Every long poll of this instance waits here, on one watch of the store's commits. */
+  readonly waiters: FeedWaiters;
 
-  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+  constructor(
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      /** How often long polls look without being notified (SAFETY_POLL_MS; tests set more). */
+      feedPollMs?: number;
+    },
+  ) {
+    this.waiters = new FeedWaiters(deps.store, deps.feedPollMs);
+  }
 
-  /** Events after `after` in commit order; with waitMs, waits for the first one to commit. */
+  /**
+   * Events after `after` in commit order; with waitMs, waits for the first one to commit. A
+   * long poll reads the feed again only when the newest event id has moved (a commit here or,
+   * notified, on another instance): an idle one costs nothing per waiter.
+   */
   async listEvents(listing: EventListing): Promise<EventRecord[]> {
     const page = { after: listing.after, limit: listing.limit };
     const deadline = Date.now() + listing.waitMs;
     for (;;) {
+      const seen = this.waiters.mark();
       const events = await this.deps.store.events.listEvents(listing.filter, page);
       if (events.length > 0 || this.#stopping || Date.now() >= deadline) return events;
-      await sleep(Math.min(POLL_INTERVAL_MS, deadline - Date.now()), undefined, {
-        signal: this.#stop.signal,
-      }).catch(() => undefined);
+      await this.waiters.wait(seen, deadline, this.#stop.signal);
     }
   }
 

@@ -114,6 +114,7 @@ export class WebhookDispatcher {
   #waiters = new Set<() => void>();
   #running = false;
   #loop: Promise<void> | null = null;
+  #unwatch: (() => void) | undefined;
 
   constructor(
     private readonly deps: {
@@ -137,6 +138,8 @@ export class WebhookDispatcher {
   start(): void {
     if (this.#running) return;
     this.#running = true;
+    // Commits here and, where the store is told, on other instances: work is looked for at once.
+    this.#unwatch = this.deps.store.events.watchEvents(() => this.wake());
     this.#loop = this.#run();
   }
 
@@ -161,6 +164,7 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     if (!this.#running) return;
     this.#running = false;
+    this.#unwatch?.();
     this.wake();
     await this.#loop;
     const workers = [...this.#workers.values()];

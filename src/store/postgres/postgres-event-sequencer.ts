@@ -72,6 +72,8 @@ export interface SequencerDeps {
   query(text: string): Promise<pg.QueryResult<pg.QueryResultRow>>;
   /** Runs a store operation (counted for close, errors translated). */
   track<T>(operation: () => Promise<T>): Promise<T>;
+  /** Told after a round that numbered events. */
+  moved?: () => void;
 }
 
 /**
@@ -173,6 +175,7 @@ export class EventSequencer {
         await sleep(Math.random() * 5 * attempt);
         continue;
       }
+      if (moved > 0) this.deps.moved?.();
       this.#movedSinceVacuum += moved;
       if (this.#movedSinceVacuum >= VACUUM_AFTER_ROWS) this.#vacuum();
       if (moved < BATCH) return;

@@ -26,6 +26,7 @@ import {
   releaseFailedTransaction,
   translatePostgresError,
 } from './postgres-errors.js';
+import { PostgresEventNotifier } from './postgres-event-notifier.js';
 import { EventSequencer } from './postgres-event-sequencer.js';
 import { postgresMigrations } from './postgres-migrations.js';
 
@@ -59,6 +60,8 @@ export interface PostgresExecutorOptions {
   migrations?: Record<string, Migration>;
   /** False only for the bench's runs without events (see SqliteStoreOptions.recordEvents). */
   recordEvents?: boolean;
+  /** Told when the connection that listens for other instances' events fails (logged). */
+  onListenerTrouble?: (message: string, error?: unknown) => void;
 }
 
 // BIGINT (epoch milliseconds, counts) as a JavaScript number: every such value here is far
@@ -91,16 +94,25 @@ export class PostgresExecutor implements SqlExecutor {
 
   readonly #recordEvents: boolean;
   readonly #sequencer: EventSequencer;
+  readonly #notifier: PostgresEventNotifier;
 
   constructor(options: PostgresExecutorOptions) {
     this.#recordEvents = options.recordEvents !== false;
     this.#connection = { ...options.connection, types };
     this.#migrations = options.migrations ?? postgresMigrations;
     this.#pool = new pg.Pool(this.#connection);
+    this.#notifier = new PostgresEventNotifier({
+      connection: this.#connection,
+      query: (text, values) => this.#track(() => this.#pool.query(text, values)),
+      ...(options.onListenerTrouble === undefined ? {} : { onTrouble: options.onListenerTrouble }),
+    });
     this.#sequencer = new EventSequencer({
       connect: () => this.#pool.connect(),
       query: (text) => this.#pool.query(text),
       track: (operation) => this.#track(operation),
+      // Events an instance committed but never told of (it was killed first) are heard of
+      // when they are numbered.
+      moved: () => this.#notifier.sequenced(),
     });
     // An idle client whose connection dies emits here; without a listener the process would
     // crash. The pool has already dropped the client; the next query opens a new one.
@@ -130,7 +142,7 @@ export class PostgresExecutor implements SqlExecutor {
           const result = await this.#prepared(this.#pool, combined);
           const changes =
             combined === only ? (result.rowCount ?? 0) : Number(result.rows[0]?.changed ?? 0);
-          if (changes > 0 && events.length > 0) this.#sequencer.committed();
+          if (changes > 0 && events.length > 0) this.#eventsCommitted();
           if (changes === 0 && options.everyStatementChanges === true) {
             throw new ConditionFailedError('a conditional statement changed no row');
           }
@@ -140,7 +152,7 @@ export class PostgresExecutor implements SqlExecutor {
       for (let attempt = 1; ; attempt++) {
         try {
           const changes = await this.#transaction(statements, options);
-          if (events.length > 0) this.#sequencer.committed();
+          if (events.length > 0) this.#eventsCommitted();
           return changes;
         } catch (error) {
           if (!isRetryable(error) || attempt === TRANSACTION_ATTEMPTS) throw error;
@@ -156,6 +168,16 @@ export class PostgresExecutor implements SqlExecutor {
    */
   sequenceEvents(): Promise<void> {
     return this.#sequencer.settle();
+  }
+
+  /** LISTEN/NOTIFY on one connection of this process's own (PostgresEventNotifier). */
+  watchEvents(onCommitted: () => void): () => void {
+    return this.#notifier.watch(onCommitted);
+  }
+
+  #eventsCommitted(): void {
+    this.#sequencer.committed();
+    this.#notifier.committed();
   }
 
   ping(): Promise<void> {
@@ -263,6 +285,7 @@ export class PostgresExecutor implements SqlExecutor {
   /** Lets every started operation finish (including a read that follows a write), then ends the pool. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      await this.#notifier.stop();
       await this.#sequencer.stop();
       // An operation's continuation may start the next one (a read after a write) in a later
       // microtask; a macrotask turn with nothing in flight means nothing more is coming.

@@ -24,6 +24,8 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number;
   /** Told about errors of idle pooled connections (logged; the pool replaces them). */
   onIdleError?: (error: Error) => void;
+  /** Told when the connection that listens for other instances' events fails (logged). */
+  onListenerTrouble?: (message: string, error?: unknown) => void;
   /** For tests of the migration machinery only. */
   migrations?: Record<string, Migration>;
 }
@@ -67,6 +69,9 @@ export function openPostgresStore(options: PostgresStoreOptions): Store {
         ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
       },
       ...(options.onIdleError === undefined ? {} : { onIdleError: options.onIdleError }),
+      ...(options.onListenerTrouble === undefined
+        ? {}
+        : { onListenerTrouble: options.onListenerTrouble }),
       ...(options.migrations === undefined ? {} : { migrations: options.migrations }),
       recordEvents: options.recordEvents !== false,
     }),

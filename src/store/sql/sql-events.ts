@@ -49,6 +49,10 @@ export class SqlEventRepository implements EventRepository {
     return row?.last === null || row?.last === undefined ? null : toEventId(row.last);
   }
 
+  watchEvents(onCommitted: () => void): () => void {
+    return this.sql.watchEvents(onCommitted);
+  }
+
   async pruneEvents(before: number, limit: number): Promise<number> {
     // Every event committed so far is in events (not still pending) before any is judged old.
     await this.sql.sequenceEvents?.();

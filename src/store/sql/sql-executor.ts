@@ -46,6 +46,8 @@ export interface SqlExecutor {
    * event readers call it first, so a write's events are readable once it is acknowledged.
    */
   sequenceEvents?(): Promise<void>;
+  /** See EventRepository.watchEvents. */
+  watchEvents(onCommitted: () => void): () => void;
   /** Resolves when the database answers; StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Applies pending migrations, serialised against other processes doing the same. */

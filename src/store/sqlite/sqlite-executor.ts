@@ -9,6 +9,7 @@ import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
+import { CommitListeners } from '../sql/commit-listeners.js';
 
 const sqliteFlavor: SqlFlavor = {
   jsonArrayContains: (column, value) =>
@@ -49,6 +50,7 @@ export class SqliteExecutor implements SqlExecutor {
   readonly #columns = new WeakMap<Database.Statement, string[]>();
   readonly #ping: Database.Statement;
   #insertEventStatement: Database.Statement | undefined;
+  readonly #committed = new CommitListeners();
 
   readonly #recordEvents: boolean;
 
@@ -90,7 +92,8 @@ export class SqliteExecutor implements SqlExecutor {
     // why): with their write, or not at all. One writer at a time holds the database, so
     // AUTOINCREMENT hands out ids in commit order.
     const events = this.#recordEvents ? (options.events ?? []) : [];
-    return this.#batcher.run(
+    let recorded = false;
+    const written = this.#batcher.run(
       () =>
         statements.map((query) => {
           const changes = this.#prepare(query.sql).run(...query.parameters).changes;
@@ -105,8 +108,23 @@ export class SqliteExecutor implements SqlExecutor {
             if (!changed.every((changes) => changes > 0)) return;
             const insert = this.#insertEvent;
             for (const event of events) insert.run(EVENT_COLUMNS.map((column) => event[column]));
+            recorded = true;
           },
     );
+    if (events.length === 0) return written;
+    // Watchers hear of the events once their transaction has committed.
+    return written.then((changes) => {
+      if (recorded) this.#committed.notify();
+      return changes;
+    });
+  }
+
+  /**
+   * In-process: this connection is the only writer of the service. Writes of other processes
+   * on the same file (the CLI) are not heard of; watchers find them when they look.
+   */
+  watchEvents(onCommitted: () => void): () => void {
+    return this.#committed.add(onCommitted);
   }
 
   ping(): Promise<void> {
