@@ -17,6 +17,7 @@ import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { createMetrics } from './http/metrics.js';
 import { createServices } from './services.js';
 import { openStore } from './store/open-store.js';
+import { ClusterSettings } from './modules/cluster-settings/cluster-settings.service.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 /** How long start-up waits for Redis; past it the limits run as while Redis is away. */
@@ -54,6 +55,17 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   await store.migrate();
   const version = packageVersion();
   const metrics = createMetrics({ version });
+  // Widening settings are the cluster's: an instance acts on what both allow (SQLite: its own).
+  const clusterSettings = new ClusterSettings({
+    store,
+    instance: {
+      'allow-insecure-webhooks': config.webhooks.allowInsecure,
+      'allow-insecure-jwks': config.tokens.allowInsecureJwks,
+    },
+    decidesAlone: store.kind === 'sqlite',
+    log: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
+  });
+  await clusterSettings.prepare();
   const services = createServices({
     store,
     clock: systemClock,
@@ -63,6 +75,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     version,
     metrics,
     console: config.console,
+    outbound: { webhooks: clusterSettings.webhooks, jwks: clusterSettings.jwks },
   });
   warnAboutConfiguration(config, logger);
   await prepareSigningKeys(services.signingKeys, logger);
@@ -95,8 +108,15 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>
     logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
   );
+  const stopRefreshing = clusterSettings.refreshPeriodically((error) =>
+    logger.warn(
+      { reason: (error as Error).message },
+      "could not read the cluster's settings; will retry",
+    ),
+  );
   app.addHook('onClose', async function closeStore() {
     stopPruning();
+    stopRefreshing();
     await store.close();
     rateLimitRedis?.disconnect();
   });
@@ -109,18 +129,11 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   return app;
 }
 
-/** One warning per risky setting, once, at start-up. */
+/**
+ * One warning per risky setting, once, at start-up. The widening settings
+ * (IAM_ALLOW_INSECURE_*) are reported by ClusterSettings, which knows whether they are acted on.
+ */
 export function warnAboutConfiguration(config: Config, logger: pino.Logger): void {
-  if (config.tokens.allowInsecureJwks) {
-    logger.warn(
-      'IAM_ALLOW_INSECURE_JWKS=true: outside JWKS may be fetched over http and from private addresses; never in production',
-    );
-  }
-  if (config.webhooks.allowInsecure) {
-    logger.warn(
-      'IAM_ALLOW_INSECURE_WEBHOOKS=true: webhooks may deliver over http and to private addresses; never in production',
-    );
-  }
   if (config.issuerFromWildcardHost) {
     logger.warn(
       { issuer: config.tokens.issuer },

@@ -25,6 +25,7 @@ import {
 } from './modules/webhooks/webhook-dispatcher.js';
 import { toEventPayload } from './modules/webhooks/webhook-payload.js';
 import { WebhooksService } from './modules/webhooks/webhooks.service.js';
+import type { OutboundPolicy } from './modules/outbound-fence.js';
 import type { Store } from './store/store.js';
 
 export interface Services {
@@ -65,10 +66,17 @@ export function createServices(deps: {
   metrics?: Metrics;
   /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
   console?: ConsoleSessionLimits;
+  /**
+   * The outbound fences as the cluster decides them (ClusterSettings, read at each use);
+   * without it, the instance's own settings (webhooks.allowInsecure, tokens.allowInsecureJwks).
+   */
+  outbound?: { webhooks: OutboundPolicy; jwks: OutboundPolicy };
 }): Services {
   const { store, clock, log } = deps;
   const webhookSettings: WebhookSettings = deps.webhooks ?? { allowInsecure: false };
   const tokens = deps.tokens ?? DEFAULT_TOKEN_SETTINGS;
+  const webhookPolicy = deps.outbound?.webhooks ?? { allowInsecure: webhookSettings.allowInsecure };
+  const jwksPolicy = deps.outbound?.jwks ?? { allowInsecure: tokens.allowInsecureJwks };
   const authenticator = new ApiKeyAuthenticator(
     { store, clock },
     { onTouchFailed: (error) => log.warn({ err: error }, 'could not record an API key use') },
@@ -90,7 +98,7 @@ export function createServices(deps: {
   });
   const verifier = new ExternalTokenVerifier({
     clock,
-    policy: { allowInsecure: tokens.allowInsecureJwks },
+    policy: jwksPolicy,
     ...(tokens.jwksCooldownMs === undefined ? {} : { cooldownMs: tokens.jwksCooldownMs }),
     ...(tokens.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAgeMs: tokens.jwksCacheMaxAgeMs }),
     ...(deps.metrics === undefined
@@ -101,7 +109,7 @@ export function createServices(deps: {
   const webhooks = new WebhooksService({
     store,
     clock,
-    policy: { allowInsecure: webhookSettings.allowInsecure },
+    policy: webhookPolicy,
     secretKey: tokens.secretKey ?? null,
     onChange: () => dispatcher.reconsider(),
   });
@@ -109,7 +117,7 @@ export function createServices(deps: {
     store,
     webhooks,
     sender: new WebhookSender({
-      policy: { allowInsecure: webhookSettings.allowInsecure },
+      policy: webhookPolicy,
       userAgent: `Tessera-Webhooks/${deps.version ?? 'dev'}`,
       ...(webhookSettings.timeoutMs === undefined ? {} : { timeoutMs: webhookSettings.timeoutMs }),
     }),

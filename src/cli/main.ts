@@ -13,6 +13,7 @@ import { registerTypeBoxFormats } from '../http/formats.js';
 import { ProblemError } from '../problems.js';
 import { packageVersion, startServer } from '../server.js';
 import { type CliContext, type CliIo, UsageError, createCliContext } from './context.js';
+import { registerClusterSettingsCommands } from './cluster-settings.command.js';
 import { registerEventsCommands } from './events.command.js';
 import { registerKeysCommands } from './keys.command.js';
 import { registerMigrateCommands } from './migrate.command.js';
@@ -27,6 +28,7 @@ const COMMANDS: ((program: Command, cli: CliContext) => void)[] = [
   registerKeysCommands,
   registerSigningKeysCommands,
   registerEventsCommands,
+  registerClusterSettingsCommands,
 ];
 
 function registerServerCommands(program: Command, cli: CliContext): void {
