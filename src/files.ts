@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { chmod, rename, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
@@ -51,4 +51,27 @@ export async function stageSecretFile(
     },
     discard: () => unlink(staged).catch(() => undefined),
   };
+}
+
+/** Flushes a file's data to the disk (fsync). */
+export function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Flushes a directory's entries (fsync of the directory), so a file created or renamed in it
+ * survives a crash of the machine under its new name.
+ */
+export function fsyncDirectory(directory: string): void {
+  const fd = openSync(directory, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

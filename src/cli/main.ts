@@ -14,6 +14,7 @@ import { ProblemError } from '../problems.js';
 import { packageVersion, startServer } from '../server.js';
 import { type CliContext, type CliIo, UsageError, createCliContext } from './context.js';
 import { registerClusterSettingsCommands } from './cluster-settings.command.js';
+import { registerBackupCommands } from './backup.command.js';
 import { registerEventsCommands } from './events.command.js';
 import { registerKeysCommands } from './keys.command.js';
 import { registerMigrateCommands } from './migrate.command.js';
@@ -25,6 +26,7 @@ export type { CliIo } from './context.js';
 const COMMANDS: ((program: Command, cli: CliContext) => void)[] = [
   registerServerCommands,
   registerMigrateCommands,
+  registerBackupCommands,
   registerKeysCommands,
   registerSigningKeysCommands,
   registerEventsCommands,

@@ -39,11 +39,18 @@ export class ConditionFailedError extends Error {
  */
 export class NewerSchemaError extends Error {
   override readonly name = 'NewerSchemaError';
-  constructor(readonly unknownMigrations: readonly string[]) {
+  constructor(
+    readonly unknownMigrations: readonly string[],
+    /** What holds them: the database, or a backup about to be restored. */
+    subject: 'database' | 'backup' = 'database',
+  ) {
+    const listed = `${unknownMigrations.length === 1 ? 'migration' : 'migrations'} ${unknownMigrations.join(', ')}`;
     super(
-      `the database was written by a newer Tessera: it has ${unknownMigrations.length === 1 ? 'migration' : 'migrations'} ` +
-        `${unknownMigrations.join(', ')}, which this version does not know; run that version or a later one, ` +
-        'or restore a backup taken before the upgrade (docs/operations.md)',
+      subject === 'database'
+        ? `the database was written by a newer Tessera: it has ${listed}, which this version does not know; ` +
+            'run that version or a later one, or restore a backup taken before the upgrade (docs/operations.md)'
+        : `the backup was written by a newer Tessera: it has ${listed}, which this version does not know; ` +
+            'restore it with that version or a later one',
     );
   }
 }
