@@ -135,7 +135,7 @@ export function createServices(deps: {
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
     signingKeys,
     accessTokens,
-    tokenExchange: new TokenExchange({ store, applications, verifier, accessTokens, users }),
+    tokenExchange: new TokenExchange({ applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),
     scimGroups: new ScimGroupsService({ store, users, clock }),
     webhooks,

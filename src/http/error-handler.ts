@@ -5,6 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../domain-error.js';
 import { type ProblemError, invalid, problem, quoteInput, toProblemBody } from '../problems.js';
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../store/errors.js';
 import { isDebugEnabled } from './logging.js';
@@ -43,9 +44,33 @@ const statusKinds: Record<number, Parameters<typeof problem>[0]> = {
   503: 'store-unavailable',
 };
 
+/** A service's domain error as the API's problem: its field errors point into the body. */
+function domainProblem(error: DomainError): ProblemError {
+  switch (error.code) {
+    case 'invalid':
+      return error.fields.length === 0
+        ? problem('validation-failed', error.detail)
+        : invalid(error.fields.map((field) => ({ pointer: field.path, detail: field.detail })));
+    case 'not_found':
+      return problem('not-found', error.detail);
+    case 'conflict':
+      return problem('conflict', error.detail);
+    case 'version_mismatch':
+      return problem('precondition-failed', error.detail);
+    case 'inactive':
+      return problem('user-inactive', error.detail);
+    case 'busy':
+      return problem('write-contention', error.detail, {
+        headers: { 'retry-after': String(error.retryAfterSeconds ?? 1) },
+        cause: error,
+      });
+  }
+}
+
 /** Any error → the problem to send. */
 export function toProblem(error: unknown): ProblemError {
   if (error instanceof Error && error.name === 'ProblemError') return error as ProblemError;
+  if (error instanceof DomainError) return domainProblem(error);
   const fastifyError = error as FastifyError;
   if (fastifyError.validation !== undefined) {
     return invalid(

@@ -133,6 +133,31 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   };
 }
 
+// Checkers of values outside a request (the domain's rules, the CLI), sharing one pair of Ajv
+// instances: the formats, the messages and the bounded cost are those of request bodies.
+let sharedAjv: { first: Ajv; every: Ajv } | undefined;
+
+function ajvPair(): { first: Ajv; every: Ajv } {
+  sharedAjv ??= { first: createAjv(false, false), every: createAjv(false, true) };
+  return sharedAjv;
+}
+
+/**
+ * Compiles `schema` once into a check of a whole value: [] when it is valid, else its errors
+ * as JSON Pointers into it, with the messages of request bodies (two passes, as bodyValidator).
+ */
+export function compileInputCheck(schema: object): (value: unknown) => InvalidParam[] {
+  const { first, every } = ajvPair();
+  const validate = bodyValidator(first, every, schema);
+  return (value) => (validate(value) ? [] : toInvalidParams(validate.errors ?? [], 'body'));
+}
+
+/** Compiles `schema` once into a yes/no check of one value (a single field's rule). */
+export function compileValueCheck(schema: object): (value: unknown) => boolean {
+  const validate = ajvPair().first.compile(schema);
+  return (value) => validate(value);
+}
+
 /** Checks a value against a body schema outside HTTP (the CLI), with the same messages. */
 export function createBodyChecker(): (schema: object, value: unknown) => InvalidParam[] {
   const ajv = createAjv(false, true);

@@ -3,7 +3,7 @@
 // process, writes to the same resource also queue behind each other, so they never race.
 
 import { randomBytes } from 'node:crypto';
-import { problem } from '../problems.js';
+import { domainError } from '../domain-error.js';
 
 export interface Versioned {
   etag: string;
@@ -27,9 +27,16 @@ export function newVersion(): string {
 export class KeyedQueue {
   readonly #tails = new Map<string, Promise<unknown>>();
 
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key) ?? Promise.resolve();
-    const result = previous.then(task, task);
+  /** `task` is told whether it waited for an earlier task of its key. */
+  run<T>(key: string, task: (waited: boolean) => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key);
+    const result =
+      previous === undefined
+        ? new Promise<T>((resolve) => resolve(task(false)))
+        : previous.then(
+            () => task(true),
+            () => task(true),
+          );
     const tail = result.then(
       () => undefined,
       () => undefined,
@@ -52,17 +59,17 @@ function backOff(attempt: number): Promise<void> {
 }
 
 function preconditionFailed() {
-  return problem(
-    'precondition-failed',
+  return domainError(
+    'version_mismatch',
     'If-Match does not match the current ETag of the resource.',
   );
 }
 
 function tooMuchContention() {
-  return problem(
-    'write-contention',
+  return domainError(
+    'busy',
     'Other requests kept changing this resource while this one was applied; retry.',
-    { headers: { 'retry-after': '1' } },
+    { retryAfterSeconds: 1 },
   );
 }
 
@@ -74,6 +81,8 @@ function tooMuchContention() {
  */
 export async function updateConditionally<R extends Versioned>(options: {
   load: () => Promise<R | undefined>;
+  /** The resource as just read, for the first attempt instead of load() (saves a read). */
+  initial?: R;
   notFound: () => Error;
   condition: VersionCondition;
   /** May be async when computing the change reads other resources (a group's members). */
@@ -83,7 +92,8 @@ export async function updateConditionally<R extends Versioned>(options: {
 }): Promise<R> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     if (attempt > 0) await backOff(attempt);
-    const current = await options.load();
+    const current =
+      attempt === 0 && options.initial !== undefined ? options.initial : await options.load();
     if (current === undefined) throw options.notFound();
     if (!options.condition(current.etag)) throw preconditionFailed();
     const next = await options.change(current);
@@ -96,13 +106,16 @@ export async function updateConditionally<R extends Versioned>(options: {
 /** Read → check the precondition → conditional delete, retried like updateConditionally. */
 export async function deleteConditionally<R extends Versioned>(options: {
   load: () => Promise<R | undefined>;
+  /** As for updateConditionally. */
+  initial?: R;
   notFound: () => Error;
   condition: VersionCondition;
   remove: (current: R) => Promise<boolean>;
 }): Promise<void> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     if (attempt > 0) await backOff(attempt);
-    const current = await options.load();
+    const current =
+      attempt === 0 && options.initial !== undefined ? options.initial : await options.load();
     if (current === undefined) throw options.notFound();
     if (!options.condition(current.etag)) throw preconditionFailed();
     if (await options.remove(current)) return;

@@ -4,7 +4,18 @@
 /** A unique key already exists. */
 export class DuplicateError extends Error {
   override readonly name = 'DuplicateError';
+  constructor(
+    message: string,
+    /** The unique index or constraint that refused the row, when the driver names it. */
+    readonly index: string | null = null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
 }
+
+/** The unique index of users that keeps SCIM userNames apart regardless of ASCII case. */
+export const USER_NAME_INDEX = 'users_scim_user_name';
 
 /** The row this write refers to (a user's application) does not exist. */
 export class MissingParentError extends Error {

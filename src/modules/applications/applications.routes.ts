@@ -16,7 +16,9 @@ import {
   apiKeySecurity,
   problemResponses,
 } from '../../http/schemas.js';
+import { assertEchoesPath } from '../../http/path-echoes.js';
 import type { ApplicationRecord } from '../../store/store.js';
+import type { ApplicationInput, ApplicationSettings } from './applications.domain.js';
 import {
   Application,
   ApplicationPage,
@@ -26,7 +28,7 @@ import {
   ReplaceApplicationBody,
   toApplicationResource,
 } from './applications.schemas.js';
-import type { ApplicationsService } from './applications.service.js';
+import type { ApplicationPatch, ApplicationsService } from './applications.service.js';
 import { requestOrigin } from '../request-origin.js';
 
 const tags = ['applications'];
@@ -45,6 +47,26 @@ function sendApplication(
     toApplicationResource(application),
     status,
   );
+}
+
+/** A create body without the read-only members a client may echo back. */
+function inputOf(body: CreateApplicationBody): ApplicationInput {
+  const { created_at: _createdAt, updated_at: _updatedAt, ...input } = body;
+  return input;
+}
+
+/** A replace body's settings; its client_id may only repeat the path's. */
+function settingsOf(clientId: string, body: ReplaceApplicationBody): ApplicationSettings {
+  assertEchoesPath({ client_id: clientId }, body);
+  const { client_id: _clientId, created_at: _createdAt, updated_at: _updatedAt, ...rest } = body;
+  return rest;
+}
+
+/** A merge patch's changes; its client_id may only repeat the path's. */
+function patchOf(clientId: string, body: PatchApplicationBody): ApplicationPatch {
+  assertEchoesPath({ client_id: clientId }, body);
+  const { client_id: _clientId, created_at: _createdAt, updated_at: _updatedAt, ...rest } = body;
+  return rest;
 }
 
 export function registerApplicationRoutes(
@@ -74,7 +96,7 @@ export function registerApplicationRoutes(
     async function createApplication(request, reply) {
       assertApplicationAllowed(request, request.body.client_id);
       const application = await applications.createApplication(
-        request.body,
+        inputOf(request.body),
         requestOrigin(request),
       );
       reply.header('location', `${requestPath(request)}/${application.clientId}`);
@@ -164,7 +186,7 @@ export function registerApplicationRoutes(
     async function replaceApplication(request, reply) {
       const application = await applications.replaceApplication(
         request.params.client_id,
-        request.body,
+        settingsOf(request.params.client_id, request.body),
         ifMatchCondition(request),
         requestOrigin(request),
       );
@@ -195,7 +217,7 @@ export function registerApplicationRoutes(
     async function patchApplication(request, reply) {
       const application = await applications.patchApplication(
         request.params.client_id,
-        request.body,
+        patchOf(request.params.client_id, request.body),
         ifMatchCondition(request),
         requestOrigin(request),
       );

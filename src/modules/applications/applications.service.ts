@@ -1,4 +1,5 @@
 import type { Clock } from '../../clock.js';
+import { type DomainError, domainError, invalidFields, valueOrThrow } from '../../domain-error.js';
 import {
   KeyedQueue,
   type VersionCondition,
@@ -6,34 +7,31 @@ import {
   newVersion,
   updateConditionally,
 } from '../conditional-writes.js';
-import { invalid, problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { ApplicationRecord, Store } from '../../store/store.js';
 import { applyMergePatch } from '../merge-patch.js';
 import { type ChangeOrigin, applicationEvents } from '../changes.js';
 import {
-  type CreateApplicationBody,
-  EXTERNAL_TOKEN_VALIDATION_MAX_BYTES,
-  type PatchApplicationBody,
-  type ReplaceApplicationBody,
-} from './applications.schemas.js';
+  APPLICATION_DEFAULTS,
+  type ApplicationFields,
+  type ApplicationInput,
+  type ApplicationSettings,
+  applicationChangeErrors,
+  checkApplication,
+} from './applications.domain.js';
 
-export const APPLICATION_DEFAULTS = {
-  mode: 'internal',
-  jwtExpirationInMinutes: 60,
-  externalTokenValidation: null,
-  scimProvider: null,
-} as const;
+/** A JSON Merge Patch of an application (RFC 7396): null resets a member to its default. */
+export interface ApplicationPatch {
+  display_name?: string;
+  description?: string;
+  mode?: ApplicationRecord['mode'] | null;
+  jwt_expiration_in_minutes?: number | null;
+  /** Merged into the current value (RFC 7396), not replacing it. */
+  external_token_validation?: Record<string, unknown> | null;
+  scim_provider?: string | null;
+}
 
-type ApplicationFields = Pick<
-  ApplicationRecord,
-  | 'displayName'
-  | 'description'
-  | 'mode'
-  | 'jwtExpirationInMinutes'
-  | 'externalTokenValidation'
-  | 'scimProvider'
->;
+type ApplicationChanges = Omit<ApplicationFields, 'clientId'>;
 
 export class ApplicationsService {
   /** Writes to one application run one after another (see KeyedQueue). */
@@ -41,14 +39,15 @@ export class ApplicationsService {
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
+  /** `invalid` for a rule the input breaks, `conflict` for a taken client_id. */
   async createApplication(
-    body: CreateApplicationBody,
+    input: ApplicationInput,
     origin: ChangeOrigin,
   ): Promise<ApplicationRecord> {
+    const fields = valueOrThrow(checkApplication(input));
     const now = this.deps.clock.now();
     const application: ApplicationRecord = {
-      clientId: body.client_id,
-      ...checkedFields(body),
+      ...fields,
       createdAt: now,
       updatedAt: now,
       etag: newVersion(),
@@ -60,9 +59,10 @@ export class ApplicationsService {
       );
     } catch (error) {
       if (error instanceof DuplicateError) {
-        throw problem(
+        throw domainError(
           'conflict',
-          `An application with client_id "${body.client_id}" already exists.`,
+          `An application with client_id "${fields.clientId}" already exists.`,
+          { rule: 'client_id' },
         );
       }
       throw error;
@@ -96,24 +96,32 @@ export class ApplicationsService {
     return this.deps.store.applications.countApplications({ clientIds: visible });
   }
 
+  /** Replaces every setting (PUT): omitted optional members return to their defaults. */
   replaceApplication(
     clientId: string,
-    body: ReplaceApplicationBody,
+    settings: ApplicationSettings,
     condition: VersionCondition,
     origin: ChangeOrigin,
   ): Promise<ApplicationRecord> {
-    assertSameClientId(clientId, body.client_id);
-    const fields = checkedFields(body);
-    return this.update(clientId, condition, origin, () => fields);
+    return this.update(clientId, condition, origin, () => ({
+      displayName: settings.display_name,
+      description: settings.description,
+      mode: settings.mode ?? APPLICATION_DEFAULTS.mode,
+      jwtExpirationInMinutes:
+        settings.jwt_expiration_in_minutes ?? APPLICATION_DEFAULTS.jwtExpirationInMinutes,
+      externalTokenValidation:
+        settings.external_token_validation ?? APPLICATION_DEFAULTS.externalTokenValidation,
+      scimProvider: settings.scim_provider ?? APPLICATION_DEFAULTS.scimProvider,
+    }));
   }
 
+  /** Changes the members the merge patch names; null resets one to its default. */
   patchApplication(
     clientId: string,
-    patch: PatchApplicationBody,
+    patch: ApplicationPatch,
     condition: VersionCondition,
     origin: ChangeOrigin,
   ): Promise<ApplicationRecord> {
-    assertSameClientId(clientId, patch.client_id);
     return this.update(clientId, condition, origin, (current) => {
       const externalTokenValidation =
         patch.external_token_validation === undefined
@@ -122,9 +130,8 @@ export class ApplicationsService {
               current.externalTokenValidation,
               patch.external_token_validation,
             ) as Record<string, unknown> | null);
-      assertExternalTokenValidationSize(externalTokenValidation);
       return {
-        displayName: patch.display_name?.trim() ?? current.displayName,
+        displayName: patch.display_name ?? current.displayName,
         description: patch.description ?? current.description,
         mode: patchedValue(patch.mode, current.mode, APPLICATION_DEFAULTS.mode),
         jwtExpirationInMinutes: patchedValue(
@@ -167,7 +174,7 @@ export class ApplicationsService {
     clientId: string,
     condition: VersionCondition,
     origin: ChangeOrigin,
-    fieldsFor: (current: ApplicationRecord) => ApplicationFields,
+    fieldsFor: (current: ApplicationRecord) => ApplicationChanges,
   ): Promise<ApplicationRecord> {
     return this.#writes.run(clientId, () => this.updateNow(clientId, condition, origin, fieldsFor));
   }
@@ -176,16 +183,19 @@ export class ApplicationsService {
     clientId: string,
     condition: VersionCondition,
     origin: ChangeOrigin,
-    fieldsFor: (current: ApplicationRecord) => ApplicationFields,
+    fieldsFor: (current: ApplicationRecord) => ApplicationChanges,
   ): Promise<ApplicationRecord> {
     return updateConditionally({
       load: () => this.deps.store.applications.findApplication(clientId),
       notFound: () => applicationNotFound(clientId),
       condition,
       change: (current) => {
-        const fields = fieldsFor(current);
-        if (sameFields(current, fields)) return null;
-        return { ...current, ...fields, updatedAt: this.deps.clock.now(), etag: newVersion() };
+        const changes = fieldsFor(current);
+        const next = { ...current, ...changes, displayName: changes.displayName.trim() };
+        if (sameFields(current, next)) return null;
+        const errors = applicationChangeErrors(current, next);
+        if (errors.length > 0) throw invalidFields(errors);
+        return { ...next, updatedAt: this.deps.clock.now(), etag: newVersion() };
       },
       save: (next, expected, current) =>
         this.deps.store.applications.replaceApplication(
@@ -197,24 +207,10 @@ export class ApplicationsService {
   }
 }
 
-export function applicationNotFound(clientId: string) {
-  return problem('not-found', `No application with client_id "${clientId}".`);
-}
-
-/** The fields of a create or replace body, with defaults for omitted optional members. */
-function checkedFields(body: CreateApplicationBody | ReplaceApplicationBody): ApplicationFields {
-  const externalTokenValidation =
-    body.external_token_validation ?? APPLICATION_DEFAULTS.externalTokenValidation;
-  assertExternalTokenValidationSize(externalTokenValidation);
-  return {
-    displayName: body.display_name.trim(),
-    description: body.description,
-    mode: body.mode ?? APPLICATION_DEFAULTS.mode,
-    jwtExpirationInMinutes:
-      body.jwt_expiration_in_minutes ?? APPLICATION_DEFAULTS.jwtExpirationInMinutes,
-    externalTokenValidation,
-    scimProvider: body.scim_provider ?? APPLICATION_DEFAULTS.scimProvider,
-  };
+export function applicationNotFound(clientId: string): DomainError {
+  return domainError('not_found', `No application with client_id "${clientId}".`, {
+    resource: 'application',
+  });
 }
 
 /** Merge-patch semantics for a member with a default: absent keeps, null resets. */
@@ -223,7 +219,7 @@ function patchedValue<T>(patch: T | null | undefined, current: T, fallback: T): 
   return patch ?? fallback;
 }
 
-function sameFields(current: ApplicationRecord, fields: ApplicationFields): boolean {
+function sameFields(current: ApplicationRecord, fields: ApplicationChanges): boolean {
   return (
     current.displayName === fields.displayName &&
     current.description === fields.description &&
@@ -233,21 +229,4 @@ function sameFields(current: ApplicationRecord, fields: ApplicationFields): bool
     JSON.stringify(current.externalTokenValidation) ===
       JSON.stringify(fields.externalTokenValidation)
   );
-}
-
-function assertSameClientId(path: string, body: string | undefined): void {
-  if (body !== undefined && body !== path) {
-    throw invalid([
-      { pointer: '/client_id', detail: 'must equal the client_id in the path (it cannot change)' },
-    ]);
-  }
-}
-
-function assertExternalTokenValidationSize(value: unknown): void {
-  if (value === null) return;
-  if (Buffer.byteLength(JSON.stringify(value)) > EXTERNAL_TOKEN_VALIDATION_MAX_BYTES) {
-    throw invalid([
-      { pointer: '/external_token_validation', detail: 'must be at most 32 KiB when serialized' },
-    ]);
-  }
 }

@@ -3,6 +3,8 @@
 // with its field errors). The console's scope (console.routes.ts) fills in the session.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../../domain-error.js';
+import { toProblem } from '../../http/error-handler.js';
 import { ProblemError, problem } from '../../problems.js';
 import type { Role } from '../../roles.js';
 import type { ApiKeysService } from '../api-keys/api-keys.service.js';
@@ -84,15 +86,18 @@ export function formProblem(error: unknown): {
   message: string | null;
   status: number;
 } {
-  if (!(error instanceof ProblemError) || ![400, 409, 412].includes(error.status)) throw error;
-  const errors = fieldErrorsOf(error.errors);
+  if (!(error instanceof ProblemError || error instanceof DomainError)) throw error;
+  // The services' domain errors read as the API's problems: the same pointers name the fields.
+  const failure = toProblem(error);
+  if (![400, 409, 412].includes(failure.status)) throw error;
+  const errors = fieldErrorsOf(failure.errors);
   const message =
-    error.status === 412
+    failure.status === 412
       ? 'Someone changed this meanwhile: the page now shows their version; apply your change again.'
       : errors.size === 0
-        ? error.detail
+        ? failure.detail
         : null;
-  return { errors, message, status: error.status };
+  return { errors, message, status: failure.status };
 }
 
 /** Sends a rendered page (or part of one, for htmx) with its status. */

@@ -5,12 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem } from '../../problems.js';
 import type { UserFilter, UserPosition } from '../../store/store.js';
-import {
-  type CreateUserBody,
-  type ReplaceUserBody,
-  CreateUserBody as CreateUserSchema,
-  ReplaceUserBody as ReplaceUserSchema,
-} from '../users/users.schemas.js';
+import type { UserProfile } from '../users/users.domain.js';
 import {
   type ConsoleServices,
   consoleOrigin,
@@ -89,7 +84,8 @@ function valuesFrom(form: FormFields): UserFormValues {
   };
 }
 
-function profileOf(values: UserFormValues) {
+/** The form's profile: the service checks it, and its errors' pointers name the form's fields. */
+function profileOf(values: UserFormValues): UserProfile {
   return {
     name: values.name,
     email: values.email,
@@ -188,12 +184,11 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
       const clientId = clientIdOf(request);
       const values = valuesFrom(formOf(request));
       try {
-        const body = assertBody<CreateUserBody>(CreateUserSchema, {
-          provider: values.provider,
-          identifier: values.identifier,
-          ...profileOf(values),
-        });
-        const user = await users.createUser(clientId, body, consoleOrigin(request));
+        const user = await users.createUser(
+          clientId,
+          { provider: values.provider, identifier: values.identifier, ...profileOf(values) },
+          consoleOrigin(request),
+        );
         return redirectAfterPost(reply, `${base(clientId)}/${user.id}?notice=created`);
       } catch (error) {
         const { errors, message, status } = formProblem(error);
@@ -212,7 +207,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
     async function showUser(request, reply) {
       const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
-      const user = await users.findUserById(clientId, id);
+      const user = await users.findUser({ clientId, id });
       return sendPage(
         reply,
         200,
@@ -237,27 +232,18 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
       const values = valuesFrom(form);
       const etag = formText(form, 'etag');
       try {
-        const body = assertBody<ReplaceUserBody>(ReplaceUserSchema, profileOf(values));
-        const before = await users.findUserById(clientId, id);
-        const saved = await users.updateUserById(
-          clientId,
-          id,
+        const before = await users.findUser({ clientId, id });
+        const saved = await users.replaceUser(
+          { clientId, id },
+          profileOf(values),
           (version) => version === etag,
           consoleOrigin(request),
-          () => ({
-            name: body.name.trim(),
-            avatar: body.avatar ?? null,
-            email: body.email,
-            locale: body.locale,
-            roles: body.roles,
-            scopes: body.scopes,
-          }),
         );
         const notice = saved.etag === before.etag ? 'unchanged' : 'saved';
         return redirectAfterPost(reply, `${base(clientId)}/${id}?notice=${notice}`);
       } catch (error) {
         const { errors, message, status } = formProblem(error);
-        const user = await users.findUserById(clientId, id);
+        const user = await users.findUser({ clientId, id });
         const form =
           status === 412
             ? { values: userValuesOf(user), errors, message }
@@ -278,12 +264,13 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
       const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
       const active = formText(formOf(request), 'active') === 'true';
-      await users.updateUserById(
-        clientId,
-        id,
+      await users.updateUser(
+        { clientId, id },
         () => true,
         consoleOrigin(request),
-        () => ({ active }),
+        () => ({
+          active,
+        }),
       );
       return redirectAfterPost(
         reply,
@@ -304,7 +291,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
           'Tick the confirmation box to delete the user; nothing was deleted.',
         );
       }
-      await users.deleteUserById(clientId, id, () => true, consoleOrigin(request));
+      await users.deleteUser({ clientId, id }, () => true, consoleOrigin(request));
       return redirectAfterPost(reply, `${base(clientId)}?notice=deleted`);
     },
   );

@@ -276,7 +276,7 @@ export class ScimGroupsService {
           `User "${user.id}" would hold more than ${MAX_ROLES} roles.`,
         );
       }
-      const next = this.deps.users.changed(user, { roles });
+      const next = this.deps.users.changedUser(user, { roles });
       if (next !== null) {
         this.#before.set(next, user);
         changes.push({ next, expectedEtag: user.etag });

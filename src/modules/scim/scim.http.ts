@@ -8,6 +8,7 @@ import { registerAuthentication, type Authenticate } from '../../http/auth.js';
 import type { AuthFailureReason } from '../../http/metrics.js';
 import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { JSON_MEDIA_TYPE, registerJsonBodies } from '../../http/content-types.js';
+import { DomainError, type FieldError } from '../../domain-error.js';
 import { toProblem } from '../../http/error-handler.js';
 import { type RateLimitOptions, registerRateLimit } from '../../http/rate-limit.js';
 import { requestPath } from '../../http/request-path.js';
@@ -24,9 +25,59 @@ const SCIM_TYPES: Partial<Record<string, ScimType>> = {
   conflict: 'uniqueness',
 };
 
+/** The SCIM attribute that carries each member of a user (users.domain.ts). */
+const SCIM_ATTRIBUTES: Record<string, string> = {
+  identifier: 'userName',
+  name: 'displayName',
+  email: 'emails',
+  locale: 'locale',
+  avatar: 'photos',
+  external_id: 'externalId',
+  active: 'active',
+  roles: 'groups',
+};
+
+/** A field error in SCIM's words: the attribute that carries the member, then the rule. */
+function describeField(field: FieldError): string {
+  const [member = '', ...rest] = field.path.split('/').slice(1);
+  const attribute = SCIM_ATTRIBUTES[member] ?? member;
+  const where = rest.length === 0 ? attribute : `${attribute}[${rest.join('/')}]`;
+  return `"${where}" ${field.detail}`;
+}
+
+/** A service's domain error as SCIM says it (RFC 7644 §3.12). */
+function domainScimError(error: DomainError): {
+  error: ScimError;
+  headers: Record<string, string>;
+} {
+  switch (error.code) {
+    case 'invalid': {
+      const detail =
+        error.fields.length === 0
+          ? error.detail
+          : `${error.fields.slice(0, 3).map(describeField).join('; ')}.`;
+      return { error: new ScimError(400, 'invalidValue', detail), headers: {} };
+    }
+    case 'conflict':
+      return { error: new ScimError(409, 'uniqueness', error.detail), headers: {} };
+    case 'not_found':
+      return { error: new ScimError(404, null, error.detail), headers: {} };
+    case 'version_mismatch':
+      return { error: new ScimError(412, null, error.detail), headers: {} };
+    case 'inactive':
+      return { error: new ScimError(409, null, error.detail), headers: {} };
+    case 'busy':
+      return {
+        error: new ScimError(503, null, error.detail),
+        headers: { 'retry-after': String(error.retryAfterSeconds ?? 1) },
+      };
+  }
+}
+
 /** Any failure → the SCIM error to send, with the headers it needs (Retry-After, Allow…). */
 export function toScimError(error: unknown): { error: ScimError; headers: Record<string, string> } {
   if (error instanceof ScimError) return { error, headers: {} };
+  if (error instanceof DomainError) return domainScimError(error);
   const failure = toProblem(error);
   return {
     error: new ScimError(failure.status, SCIM_TYPES[failure.kind] ?? null, failure.detail),

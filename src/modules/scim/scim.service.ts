@@ -2,7 +2,7 @@
 // domain out: the routes turn records into SCIM representations and errors into SCIM errors.
 
 import type { ChangeOrigin } from '../changes.js';
-import { ProblemError } from '../../problems.js';
+import { DomainError } from '../../domain-error.js';
 import type { VersionCondition } from '../conditional-writes.js';
 import type {
   ApplicationRecord,
@@ -18,7 +18,7 @@ import { ScimError } from './scim.errors.js';
 import { parseFilter } from './scim.filter.js';
 import { type PatchOperation, patchUserView } from './scim.patch.js';
 import { plainLookupPredicate, toUserPredicate } from './scim.user-query.js';
-import { type ScimUserFields, toScimUser, userFieldsFrom } from './scim.users.js';
+import { type ScimUserInput, toScimUser, userInputFromScim } from './scim.users.js';
 
 type Json = Record<string, unknown>;
 
@@ -129,29 +129,27 @@ export class ScimService {
   /** The SCIM user with this id; 404 for another provider's user, as for a missing one. */
   async findUser(scope: ScimScope, id: string): Promise<UserRecord> {
     const user = await this.deps.users
-      .findUserById(scope.application.clientId, id)
+      .findUser({ clientId: scope.application.clientId, id })
       .catch(notFoundAs(null));
     if (user === null || user.provider !== scope.provider) throw userNotFound(id);
     return user;
   }
 
   async createUser(scope: ScimScope, body: Json, origin: ChangeOrigin): Promise<UserRecord> {
-    const fields = userFieldsFrom(body);
-    await this.assertUserNameFree(scope, fields.identifier, null);
-    return this.deps.users.enrolUser(origin, {
-      clientId: scope.application.clientId,
-      provider: scope.provider,
-      identifier: fields.identifier,
-      name: fields.name,
-      avatar: fields.avatar,
-      email: fields.email,
-      locale: fields.locale,
-      roles: [],
-      scopes: [],
-      // Active unless the client says otherwise.
-      active: fields.active ?? true,
-      externalId: fields.externalId,
-    });
+    const { active, ...input } = userInputFromScim(body);
+    await this.assertUserNameFree(scope, input.identifier, null);
+    return this.deps.users.createUser(
+      scope.application.clientId,
+      {
+        ...input,
+        provider: scope.provider,
+        roles: [],
+        scopes: [],
+        // Active unless the client says otherwise.
+        active: active ?? true,
+      },
+      origin,
+    );
   }
 
   /** PUT: every SCIM attribute replaced; `active` left out keeps its value. */
@@ -162,12 +160,9 @@ export class ScimService {
     condition: VersionCondition,
     origin: ChangeOrigin,
   ): Promise<UserRecord> {
-    await this.findUser(scope, id);
-    const fields = userFieldsFrom(body);
-    await this.assertUserNameFree(scope, fields.identifier, id);
-    return this.deps.users.updateUserById(scope.application.clientId, id, condition, origin, () =>
-      changesOf(fields),
-    );
+    const input = userInputFromScim(body);
+    await this.assertUserNameFree(scope, input.identifier, id);
+    return this.#update(scope, id, condition, origin, () => changesOf(input));
   }
 
   async patchUser(
@@ -180,16 +175,10 @@ export class ScimService {
   ): Promise<UserRecord> {
     const [current, groups] = await Promise.all([this.findUser(scope, id), this.groupsOf(scope)]);
     const patched = (user: UserRecord) =>
-      userFieldsFrom(patchUserView(toScimUser(user, groups, base), operations));
+      userInputFromScim(patchUserView(toScimUser(user, groups, base), operations));
     const renamed = patched(current).identifier;
     if (renamed !== current.identifier) await this.assertUserNameFree(scope, renamed, id);
-    return this.deps.users.updateUserById(
-      scope.application.clientId,
-      id,
-      condition,
-      origin,
-      (user) => changesOf(patched(user)),
-    );
+    return this.#update(scope, id, condition, origin, (user) => changesOf(patched(user)));
   }
 
   async deleteUser(
@@ -199,11 +188,16 @@ export class ScimService {
     origin: ChangeOrigin,
   ): Promise<void> {
     await this.findUser(scope, id);
-    await this.deps.users.deleteUserById(scope.application.clientId, id, condition, origin);
+    await this.deps.users.deleteUser(
+      { clientId: scope.application.clientId, id },
+      condition,
+      origin,
+    );
   }
 
   /** userName is unique per provider regardless of ASCII case (409 uniqueness otherwise). */
-  private async assertUserNameFree(scope: ScimScope, userName: string, exceptId: string | null) {
+  private async assertUserNameFree(scope: ScimScope, userName: unknown, exceptId: string | null) {
+    if (typeof userName !== 'string') return;
     const clashes = await this.deps.users.queryUsers(
       {
         clientId: scope.application.clientId,
@@ -220,24 +214,40 @@ export class ScimService {
       );
     }
   }
+
+  /** A change of one of the SCIM provider's users; another provider's user is not found here. */
+  #update(
+    scope: ScimScope,
+    id: string,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+    change: (current: UserRecord) => UserChanges,
+  ): Promise<UserRecord> {
+    return this.deps.users
+      .updateUser({ clientId: scope.application.clientId, id }, condition, origin, (current) => {
+        if (current.provider !== scope.provider) throw userNotFound(id);
+        return change(current);
+      })
+      .catch((error: unknown) => {
+        throw isNotFound(error) ? userNotFound(id) : error;
+      });
+  }
 }
 
-function changesOf(fields: ScimUserFields): UserChanges {
-  return {
-    identifier: fields.identifier,
-    name: fields.name,
-    email: fields.email,
-    locale: fields.locale,
-    avatar: fields.avatar,
-    externalId: fields.externalId,
-    ...(fields.active === undefined ? {} : { active: fields.active }),
-  };
+/** The changes a SCIM body makes: its attributes, checked by UsersService as it writes them. */
+function changesOf(input: ScimUserInput): UserChanges {
+  const { active, external_id: externalId, ...fields } = input;
+  return { ...fields, externalId, ...(active === undefined ? {} : { active }) };
 }
 
-/** For .catch: a not-found problem becomes `value`; anything else is thrown again. */
+function isNotFound(error: unknown): boolean {
+  return error instanceof DomainError && error.code === 'not_found';
+}
+
+/** For .catch: a not-found error becomes `value`; anything else is thrown again. */
 export function notFoundAs<T>(value: T): (error: unknown) => T {
   return (error) => {
-    if (error instanceof ProblemError && error.kind === 'not-found') return value;
+    if (isNotFound(error)) return value;
     throw error;
   };
 }

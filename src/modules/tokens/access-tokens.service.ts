@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
-import { problem } from '../../problems.js';
+import { domainError } from '../../domain-error.js';
 import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import type { UsersService } from '../users/users.service.js';
@@ -40,8 +40,8 @@ export class AccessTokens {
     const application = await this.deps.applications.findApplication(identity.clientId);
     const user = await this.deps.users.findUser(identity);
     if (!user.active) {
-      throw problem(
-        'user-inactive',
+      throw domainError(
+        'inactive',
         'The user is inactive (deprovisioned); activate it before issuing tokens for it.',
       );
     }

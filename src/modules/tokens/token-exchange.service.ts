@@ -3,13 +3,12 @@
 // evaluation serves the integrators' dry run, which stops before creating anything.
 
 import { Compile } from 'typebox/compile';
-import { isEmail, isHttpUrl, isLanguageTag } from '../../http/formats.js';
-import { ProblemError } from '../../problems.js';
-import type { ApplicationRecord, Store, UserRecord } from '../../store/store.js';
+import { DomainError } from '../../domain-error.js';
+import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
 import { ClientId } from '../applications/applications.schemas.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
-import { type CreateUserBody, UserName } from '../users/users.schemas.js';
-import type { UsersService } from '../users/users.service.js';
+import { isValidUserField, nameFromText } from '../users/users.domain.js';
+import type { FirstLoginProfile, UsersService } from '../users/users.service.js';
 import type { AccessTokens } from './access-tokens.service.js';
 import type { CheckFailure, ExternalTokenVerifier, TokenInspection } from './external-tokens.js';
 
@@ -18,7 +17,6 @@ export const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 // Compiled once: Value.Check would rebuild each pattern's RegExp on every exchange.
 const CLIENT_ID = Compile(ClientId);
-const USER_NAME = Compile(UserName);
 
 /** Seconds a caller should wait after the provider's keys could not be fetched. */
 export const PROVIDER_RETRY_AFTER_SECONDS = 5;
@@ -56,10 +54,12 @@ export interface ExchangeResult {
 /** What exchanging a token would do, for the dry run. */
 export interface Evaluation {
   inspection: TokenInspection;
+  /** The user the token names, once the token checks out. */
+  identity: UserIdentity | null;
   /** The user the token maps to, when it exists. */
   existing: UserRecord | null;
-  /** The user an external-mode application would register, when it does not. */
-  registration: CreateUserBody | null;
+  /** The profile an external-mode application would register the user with, when it does not exist. */
+  registration: FirstLoginProfile | null;
   /** The first check that failed, token or user. */
   failure: CheckFailure | null;
 }
@@ -67,7 +67,6 @@ export interface Evaluation {
 export class TokenExchange {
   constructor(
     private readonly deps: {
-      store: Store;
       applications: ApplicationsService;
       verifier: ExternalTokenVerifier;
       accessTokens: AccessTokens;
@@ -86,7 +85,9 @@ export class TokenExchange {
     const application = await this.#findClient(request.clientId);
     const evaluation = await this.evaluate(application, request.subjectToken);
     if (evaluation.failure !== null) throw refusal(evaluation.failure);
-    const user = evaluation.existing ?? (await this.#register(application, evaluation, requestId));
+    const user =
+      evaluation.existing ??
+      (await this.#register(evaluation.identity!, evaluation.registration!, requestId));
     const issued = await this.deps.accessTokens.issue(application, user);
     return {
       access_token: issued.accessToken,
@@ -104,14 +105,21 @@ export class TokenExchange {
 
   async evaluate(application: ApplicationRecord, token: string): Promise<Evaluation> {
     const inspection = await this.deps.verifier.inspect(application, token);
-    const result: Evaluation = { inspection, existing: null, registration: null, failure: null };
+    const result: Evaluation = {
+      inspection,
+      identity: null,
+      existing: null,
+      registration: null,
+      failure: null,
+    };
     if (inspection.failure !== null) return { ...result, failure: inspection.failure };
     const identity = {
       clientId: application.clientId,
       provider: inspection.provider!,
       identifier: inspection.identifier!,
     };
-    const existing = await this.deps.store.users.findUser(identity);
+    result.identity = identity;
+    const existing = await this.deps.users.lookUpUser(identity);
     if (existing !== undefined && !existing.active) {
       return {
         ...result,
@@ -134,7 +142,7 @@ export class TokenExchange {
         },
       };
     }
-    const registration = registrationFromClaims(identity, inspection.claims!);
+    const registration = registrationFromClaims(identity.identifier, inspection.claims!);
     if (typeof registration === 'string') {
       return { ...result, failure: { check: 'email', detail: registration, retryable: false } };
     }
@@ -142,41 +150,42 @@ export class TokenExchange {
   }
 
   async #findClient(clientId: string): Promise<ApplicationRecord> {
-    const application = CLIENT_ID.Check(clientId)
-      ? await this.deps.store.applications.findApplication(clientId)
-      : undefined;
-    if (application === undefined) {
-      throw new OAuthError('invalid_client', 'Unknown client_id.');
+    if (!CLIENT_ID.Check(clientId)) throw unknownClient();
+    try {
+      return await this.deps.applications.findApplication(clientId);
+    } catch (error) {
+      throw isNotFound(error) ? unknownClient() : error;
     }
-    return application;
   }
 
-  /** First login in external mode registers the user; a racing first login finds it. */
+  /** First login in external mode registers the user (a racing first login finds it). */
   async #register(
-    application: ApplicationRecord,
-    evaluation: Evaluation,
+    identity: UserIdentity,
+    profile: FirstLoginProfile,
     requestId: string | null,
   ): Promise<UserRecord> {
-    const body = evaluation.registration!;
     try {
-      return await this.deps.users.registerOnFirstLogin(application.clientId, body, {
+      return await this.deps.users.registerOnFirstLogin(identity, profile, {
         actor: { type: 'token_exchange', id: null },
         requestId,
       });
     } catch (error) {
-      if (!(error instanceof ProblemError)) throw error;
-      if (error.kind === 'conflict') {
-        const user = await this.deps.store.users.findUser({
-          clientId: application.clientId,
-          provider: body.provider,
-          identifier: body.identifier,
-        });
-        if (user !== undefined) return user;
+      if (isNotFound(error)) throw unknownClient();
+      // Another user of the application's SCIM provider holds this identifier in another case.
+      if (error instanceof DomainError && error.code === 'conflict') {
+        throw new OAuthError('invalid_grant', `user: ${error.detail}`, 400, {}, 'user');
       }
-      if (error.kind === 'not-found') throw new OAuthError('invalid_client', 'Unknown client_id.');
       throw error;
     }
   }
+}
+
+function unknownClient(): OAuthError {
+  return new OAuthError('invalid_client', 'Unknown client_id.');
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof DomainError && error.code === 'not_found';
 }
 
 function checkGrantType(parameters: Record<string, string>): void {
@@ -232,40 +241,30 @@ function refusal(failure: CheckFailure): OAuthError {
 }
 
 /**
- * The user first login registers (external mode): profile from the token's claims, empty roles
- * and scopes. Returns why not when the token carries no usable e-mail address.
+ * The profile first login registers a user with (external mode), from the token's claims, each
+ * kept only when it obeys the rule of its field: a name that does not falls back to the
+ * identifier, a locale to `en`, a picture to none. Returns why not when the token carries no
+ * usable e-mail address.
  */
 export function registrationFromClaims(
-  identity: { provider: string; identifier: string },
+  identifier: string,
   claims: Record<string, unknown>,
-): CreateUserBody | string {
+): FirstLoginProfile | string {
   const { email, name, locale, picture } = claims;
   // Apple sends email_verified as the string "false"; either way the address is not used.
   if (claims.email_verified === false || claims.email_verified === 'false') {
     return 'The token\'s "email" is not verified (email_verified is false), and registering a user needs a verified address.';
   }
-  if (typeof email !== 'string' || email.length > 254 || !isEmail(email)) {
+  if (typeof email !== 'string' || !isValidUserField.email(email)) {
     return 'The token has no valid "email" claim, and registering a user needs one.';
   }
   return {
-    provider: identity.provider,
-    identifier: identity.identifier,
     name:
-      typeof name === 'string' && USER_NAME.Check(name)
+      typeof name === 'string' && isValidUserField.name(name)
         ? name.trim()
-        : nameFromIdentifier(identity.identifier),
+        : nameFromText(identifier) || 'Unnamed user',
     email,
-    locale:
-      typeof locale === 'string' && locale.length <= 35 && isLanguageTag(locale) ? locale : 'en',
-    avatar:
-      typeof picture === 'string' && picture.length <= 2048 && isHttpUrl(picture) ? picture : null,
-    roles: [],
-    scopes: [],
+    locale: typeof locale === 'string' && isValidUserField.locale(locale) ? locale : 'en',
+    avatar: typeof picture === 'string' && isValidUserField.avatar(picture) ? picture : null,
   };
-}
-
-/** A name is 1–200 characters after trimming; an identifier may be longer or blank. */
-function nameFromIdentifier(identifier: string): string {
-  const name = Array.from(identifier.trim()).slice(0, 200).join('').trim();
-  return name === '' ? 'Unnamed user' : name;
 }

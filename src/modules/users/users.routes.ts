@@ -3,6 +3,7 @@ import { requestOrigin } from '../request-origin.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type CursorCodec, invalidCursor, servePage } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
+import { assertEchoesPath } from '../../http/path-echoes.js';
 import { requestPath } from '../../http/request-path.js';
 import {
   IfMatchHeaders,
@@ -27,7 +28,8 @@ import {
   toUserResource,
   userPageJson,
 } from './users.schemas.js';
-import type { UsersService } from './users.service.js';
+import type { UserInput, UserProfile } from './users.domain.js';
+import type { UserPatch, UsersService } from './users.service.js';
 import { ApplicationParams } from '../applications/applications.schemas.js';
 
 const tags = ['users'];
@@ -41,6 +43,37 @@ function sendUser(request: FastifyRequest, reply: FastifyReply, user: UserRecord
 
 function identityOf(params: UserParams): UserIdentity {
   return { clientId: params.client_id, provider: params.provider, identifier: params.identifier };
+}
+
+/** A create body without the read-only members a client may echo back. */
+function inputOf(clientId: string, body: CreateUserBody): UserInput {
+  assertEchoesPath({ client_id: clientId }, body);
+  const {
+    id: _id,
+    client_id: _clientId,
+    created_at: _createdAt,
+    updated_at: _updatedAt,
+    ...input
+  } = body;
+  return input;
+}
+
+/** The members of a PUT or PATCH body that change the user; its identity may only repeat the path. */
+function changesOf<T extends ReplaceUserBody | PatchUserBody>(
+  params: UserParams,
+  body: T,
+): Omit<T, 'id' | 'client_id' | 'provider' | 'identifier' | 'created_at' | 'updated_at'> {
+  assertEchoesPath(params, body);
+  const {
+    id: _id,
+    client_id: _clientId,
+    provider: _provider,
+    identifier: _identifier,
+    created_at: _createdAt,
+    updated_at: _updatedAt,
+    ...changes
+  } = body;
+  return changes;
 }
 
 /** Cursors are bound to the list they came from: the application and every filter. */
@@ -94,9 +127,10 @@ export function registerUserRoutes(
       },
     },
     async function createUser(request, reply) {
+      const { client_id: clientId } = request.params;
       const user = await users.createUser(
-        request.params.client_id,
-        request.body,
+        clientId,
+        inputOf(clientId, request.body),
         requestOrigin(request),
       );
       const location = `${requestPath(request)}/${encodeURIComponent(user.provider)}/${encodeURIComponent(user.identifier)}`;
@@ -196,9 +230,10 @@ export function registerUserRoutes(
       },
     },
     async function replaceUser(request, reply) {
+      const profile: UserProfile = changesOf(request.params, request.body);
       const user = await users.replaceUser(
         identityOf(request.params),
-        request.body,
+        profile,
         ifMatchCondition(request),
         requestOrigin(request),
       );
@@ -227,9 +262,10 @@ export function registerUserRoutes(
       },
     },
     async function patchUser(request, reply) {
+      const patch: UserPatch = changesOf(request.params, request.body);
       const user = await users.patchUser(
         identityOf(request.params),
-        request.body,
+        patch,
         ifMatchCondition(request),
         requestOrigin(request),
       );

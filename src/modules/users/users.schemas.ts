@@ -27,7 +27,12 @@ export const Identifier = Type.String({
   examples: ['108234823498234', 'CN=Ada Lovelace,OU=R&D,O=Example'],
 });
 
-export const UserName = TrimmedText(200, { description: 'Full name; stored trimmed.' });
+/** The longest name a user may have (after trimming). */
+export const USER_NAME_MAX_LENGTH = 200;
+
+export const UserName = TrimmedText(USER_NAME_MAX_LENGTH, {
+  description: 'Full name; stored trimmed.',
+});
 
 export const Avatar = Type.String({
   format: 'http-url',
@@ -62,6 +67,13 @@ export const Scope = Type.String({
     '^[^\\s:\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]+:[^\\s\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]+$',
   [RULE_KEYWORD]: '<dimension>:<value>, both non-empty, no whitespace, at most 128 characters',
   examples: ['org:acme'],
+});
+
+export const ExternalId = Type.String({
+  maxLength: 256,
+  pattern: '^[^\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]*$',
+  [RULE_KEYWORD]: 'at most 256 characters without control characters',
+  description: "The id a provisioning client (SCIM's externalId) keeps for the user.",
 });
 
 export const Roles = Type.Array(UserRole, { maxItems: 100, uniqueItems: true });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
+import { DomainError, domainError, invalidFields, valueOrThrow } from '../../domain-error.js';
 import {
   KeyedQueue,
   type VersionCondition,
@@ -7,8 +8,7 @@ import {
   newVersion,
   updateConditionally,
 } from '../conditional-writes.js';
-import { type InvalidParam, invalid, problem } from '../../problems.js';
-import { DuplicateError, MissingParentError } from '../../store/errors.js';
+import { DuplicateError, MissingParentError, USER_NAME_INDEX } from '../../store/errors.js';
 import type {
   Store,
   UserFilter,
@@ -20,84 +20,104 @@ import type {
 } from '../../store/store.js';
 import { applicationNotFound } from '../applications/applications.service.js';
 import { type ChangeOrigin, userEvents } from '../changes.js';
-import type { CreateUserBody, PatchUserBody, ReplaceUserBody } from './users.schemas.js';
+import {
+  type UserFields,
+  type UserInput,
+  type UserProfile,
+  type Unchecked,
+  changeErrors,
+  checkUser,
+  normalizeUser,
+} from './users.domain.js';
 
-type UserFields = Pick<UserRecord, 'name' | 'avatar' | 'email' | 'locale' | 'roles' | 'scopes'>;
+/** A user named by its immutable id, or by its identity (provider, identifier). */
+export type UserRef = { clientId: string; id: string } | UserIdentity;
 
-/** What a write may change on a user: its fields, its state, and (a rename) its identifier. */
-export type UserChanges = Partial<
-  UserFields & Pick<UserRecord, 'identifier' | 'active' | 'externalId'>
->;
+/**
+ * What a write may change on a user: any field but its provider (a changed identifier renames
+ * it). The values are checked as the change is applied, so outside data may come as it is.
+ */
+export type UserChanges = Unchecked<Omit<UserFields, 'provider'>>;
 
-/** A user to enrol, as a provisioning client describes it. */
-export type NewUser = UserIdentity & UserFields & Pick<UserRecord, 'active' | 'externalId'>;
+/** A JSON Merge Patch of a user (RFC 7396): null resets avatar (to null) and active (to true). */
+export interface UserPatch {
+  name?: string;
+  avatar?: string | null;
+  email?: string;
+  locale?: string;
+  roles?: string[];
+  scopes?: string[];
+  active?: boolean | null;
+}
 
+/** The profile a first login registers a user with (from the outside token's claims). */
+export type FirstLoginProfile = Pick<UserInput, 'name' | 'email' | 'locale' | 'avatar'>;
+
+/**
+ * Users of applications. Every write is checked against the rules of a user (users.domain.ts)
+ * and goes through one family of entry points, which take a UserRef: writes to one user queue
+ * behind each other under its id, whichever way the caller named it.
+ */
 export class UsersService {
-  /** Writes to one user run one after another (see KeyedQueue). */
+  /** Writes to one user run one after another (see KeyedQueue), keyed by its id. */
   readonly #writes = new KeyedQueue();
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
-  createUser(clientId: string, body: CreateUserBody, origin: ChangeOrigin): Promise<UserRecord> {
-    assertIdentityEchoes({ clientId, provider: body.provider, identifier: body.identifier }, body);
-    return this.enrolUser(origin, {
-      clientId,
-      provider: body.provider,
-      identifier: body.identifier,
-      ...fieldsOf(body),
-      active: body.active ?? true,
-      externalId: null,
-    });
+  /**
+   * Enrols a user with a new id; `invalid` for a rule it breaks, `conflict` for a taken
+   * identity (or, under the SCIM provider, a userName taken in another case), `not_found`
+   * without the application.
+   */
+  async createUser(
+    clientId: string,
+    input: Unchecked<UserInput>,
+    origin: ChangeOrigin,
+    eventType = 'user.created',
+  ): Promise<UserRecord> {
+    return this.#insert(clientId, valueOrThrow(checkUser(input)), origin, eventType);
   }
 
   /**
-   * First login registers the user (an outside token in external mode): user.registered.
-   * 409 when the identity is taken meanwhile, 404 without the application.
+   * First login registers the user (an outside token in external mode): no roles or scopes,
+   * event user.registered. A racing first login of the same identity finds the user it made.
    */
-  registerOnFirstLogin(clientId: string, body: CreateUserBody, origin: ChangeOrigin) {
-    return this.enrolUser(
-      origin,
-      {
-        clientId,
-        provider: body.provider,
-        identifier: body.identifier,
-        ...fieldsOf(body),
-        active: true,
-        externalId: null,
-      },
-      'user.registered',
-    );
-  }
-
-  /** Enrols a user with a new id; 409 for a taken identity, 404 without the application. */
-  async enrolUser(
+  async registerOnFirstLogin(
+    identity: UserIdentity,
+    profile: FirstLoginProfile,
     origin: ChangeOrigin,
-    fields: NewUser,
-    eventType = 'user.created',
   ): Promise<UserRecord> {
-    const now = this.deps.clock.now();
-    const user: UserRecord = {
-      ...fields,
-      id: randomUUID(),
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
+    const input: UserInput = {
+      provider: identity.provider,
+      identifier: identity.identifier,
+      ...profile,
+      roles: [],
+      scopes: [],
+      active: true,
     };
     try {
-      await this.deps.store.users.insertUser(user, userEvents(origin, now, null, user, eventType));
+      return await this.createUser(identity.clientId, input, origin, 'user.registered');
     } catch (error) {
-      if (error instanceof DuplicateError) throw duplicateIdentity(user);
-      if (error instanceof MissingParentError) throw applicationNotFound(user.clientId);
+      if (isConflict(error, 'user_identity')) {
+        const user = await this.lookUpUser(identity);
+        if (user !== undefined) return user;
+      }
       throw error;
     }
+  }
+
+  /** The user; `not_found` when there is none. */
+  async findUser(ref: UserRef): Promise<UserRecord> {
+    const user = await this.lookUpUser(ref);
+    if (user === undefined) throw userNotFound(ref);
     return user;
   }
 
-  /** The user with this id in the application; 404 when there is none. */
-  async findUserById(clientId: string, id: string): Promise<UserRecord> {
-    const user = await this.deps.store.users.findUserById(clientId, id);
-    if (user === undefined) throw userIdNotFound(clientId, id);
-    return user;
+  /** The user, or undefined. */
+  lookUpUser(ref: UserRef): Promise<UserRecord | undefined> {
+    return 'id' in ref
+      ? this.deps.store.users.findUserById(ref.clientId, ref.id)
+      : this.deps.store.users.findUser(ref);
   }
 
   /** Users matching the query, in identifier byte order (no check that the application exists). */
@@ -114,80 +134,7 @@ export class UsersService {
     return this.deps.store.users.findUsersByIds(clientId, ids);
   }
 
-  /**
-   * Changes the user with this id: `change` gets the current user and returns what to change
-   * (null or nothing different: no write, the user is returned as it is). A changed identifier
-   * renames the user, keeping its id; 409 when the new identity is taken.
-   */
-  updateUserById(
-    clientId: string,
-    id: string,
-    condition: VersionCondition,
-    origin: ChangeOrigin,
-    change: (current: UserRecord) => UserChanges | null,
-  ): Promise<UserRecord> {
-    return this.#writes.run(JSON.stringify([clientId, '#id', id]), async () => {
-      try {
-        return await updateConditionally({
-          load: () => this.deps.store.users.findUserById(clientId, id),
-          notFound: () => userIdNotFound(clientId, id),
-          condition,
-          change: (current) => this.changed(current, change(current)),
-          save: (next, expected, current) =>
-            this.deps.store.users.replaceUser(
-              next,
-              expected,
-              userEvents(origin, next.updatedAt, current, next),
-            ),
-        });
-      } catch (error) {
-        if (error instanceof DuplicateError) {
-          throw problem(
-            'conflict',
-            `Application "${clientId}" already has a user with this provider and identifier.`,
-          );
-        }
-        throw error;
-      }
-    });
-  }
-
-  deleteUserById(
-    clientId: string,
-    id: string,
-    condition: VersionCondition,
-    origin: ChangeOrigin,
-  ): Promise<void> {
-    return this.#writes.run(JSON.stringify([clientId, '#id', id]), () =>
-      deleteConditionally({
-        load: () => this.deps.store.users.findUserById(clientId, id),
-        notFound: () => userIdNotFound(clientId, id),
-        condition,
-        remove: (current) =>
-          this.deps.store.users.deleteUser(
-            current,
-            current.etag,
-            userEvents(origin, this.deps.clock.now(), current, null),
-          ),
-      }),
-    );
-  }
-
-  /** The next version of `current` with the changes, or null when they change nothing. */
-  changed(current: UserRecord, changes: UserChanges | null): UserRecord | null {
-    if (changes === null) return null;
-    const next = { ...current, ...changes };
-    if (sameUser(current, next)) return null;
-    return { ...next, updatedAt: this.deps.clock.now(), etag: newVersion() };
-  }
-
-  async findUser(identity: UserIdentity): Promise<UserRecord> {
-    const user = await this.deps.store.users.findUser(identity);
-    if (user === undefined) throw userNotFound(identity);
-    return user;
-  }
-
-  /** Up to `limit` users in (provider, identifier) byte order; 404 when the application does not exist. */
+  /** Up to `limit` users in (provider, identifier) byte order; `not_found` without the application. */
   async listUsers(
     filter: UserFilter,
     after: UserPosition | null,
@@ -203,31 +150,74 @@ export class UsersService {
     return this.deps.store.users.countUsers(filter);
   }
 
-  replaceUser(
-    identity: UserIdentity,
-    body: ReplaceUserBody,
+  /**
+   * Changes a user: `change` gets its current version and returns what to change (null, or
+   * nothing different: no write, the user is returned as it is). A changed identifier renames
+   * the user, keeping its id. `invalid` for a rule the result breaks; `conflict` for a taken
+   * identity; `version_mismatch` when `condition` refuses the current version.
+   */
+  async updateUser(
+    ref: UserRef,
     condition: VersionCondition,
     origin: ChangeOrigin,
+    change: (current: UserRecord) => UserChanges | null,
   ): Promise<UserRecord> {
-    assertIdentityEchoes(identity, body);
-    // A PUT that leaves `active` out keeps it: a client that predates the member must not
-    // re-activate a deprovisioned user.
-    const fields: UserChanges = {
-      ...fieldsOf(body),
-      ...(body.active === undefined ? {} : { active: body.active }),
-    };
-    return this.update(identity, condition, origin, () => fields);
+    const loaded = await this.findUser(ref);
+    const { clientId, id } = loaded;
+    try {
+      return await this.#writes.run(writeKey(loaded), (waited) =>
+        updateConditionally({
+          // The record just read serves the first attempt unless another write went first.
+          initial: waited ? undefined : loaded,
+          load: () => this.deps.store.users.findUserById(clientId, id),
+          notFound: () => userNotFound(ref),
+          condition,
+          change: (current) => this.changedUser(current, change(current)),
+          save: (next, expected, current) =>
+            this.deps.store.users.replaceUser(
+              next,
+              expected,
+              userEvents(origin, next.updatedAt, current, next),
+            ),
+        }),
+      );
+    } catch (error) {
+      throw error instanceof DuplicateError ? duplicateUser(loaded, error) : error;
+    }
   }
 
-  patchUser(
-    identity: UserIdentity,
-    patch: PatchUserBody,
+  /**
+   * Replaces a user's profile (PUT): omitted optional members return to their defaults
+   * (avatar → null); `active` and `external_id` left out keep their values, so a client that
+   * predates them never re-activates a deprovisioned user.
+   */
+  replaceUser(
+    ref: UserRef,
+    profile: UserProfile,
     condition: VersionCondition,
     origin: ChangeOrigin,
   ): Promise<UserRecord> {
-    assertIdentityEchoes(identity, patch);
-    return this.update(identity, condition, origin, (current) => ({
-      name: patch.name?.trim() ?? current.name,
+    return this.updateUser(ref, condition, origin, () => ({
+      name: profile.name,
+      avatar: profile.avatar ?? null,
+      email: profile.email,
+      locale: profile.locale,
+      roles: profile.roles,
+      scopes: profile.scopes,
+      ...(profile.active === undefined ? {} : { active: profile.active }),
+      ...(profile.external_id === undefined ? {} : { externalId: profile.external_id }),
+    }));
+  }
+
+  /** Changes the members a merge patch names; null resets avatar and active to their defaults. */
+  patchUser(
+    ref: UserRef,
+    patch: UserPatch,
+    condition: VersionCondition,
+    origin: ChangeOrigin,
+  ): Promise<UserRecord> {
+    return this.updateUser(ref, condition, origin, (current) => ({
+      name: patch.name ?? current.name,
       avatar: patch.avatar === undefined ? current.avatar : patch.avatar,
       email: patch.email ?? current.email,
       locale: patch.locale ?? current.locale,
@@ -237,46 +227,62 @@ export class UsersService {
     }));
   }
 
-  deleteUser(
-    identity: UserIdentity,
-    condition: VersionCondition,
-    origin: ChangeOrigin,
-  ): Promise<void> {
-    return this.#writes.run(writeKey(identity), () =>
-      deleteConditionally({
-        load: () => this.deps.store.users.findUser(identity),
-        notFound: () => userNotFound(identity),
-        condition,
-        remove: (current) =>
-          this.deps.store.users.deleteUser(
-            identity,
-            current.etag,
-            userEvents(origin, this.deps.clock.now(), current, null),
-          ),
-      }),
+  deleteUser(ref: UserRef, condition: VersionCondition, origin: ChangeOrigin): Promise<void> {
+    return this.findUser(ref).then((loaded) =>
+      this.#writes.run(writeKey(loaded), (waited) =>
+        deleteConditionally({
+          initial: waited ? undefined : loaded,
+          load: () => this.deps.store.users.findUserById(loaded.clientId, loaded.id),
+          notFound: () => userNotFound(ref),
+          condition,
+          remove: (current) =>
+            this.deps.store.users.deleteUser(
+              current,
+              current.etag,
+              userEvents(origin, this.deps.clock.now(), current, null),
+            ),
+        }),
+      ),
     );
   }
 
-  private update(
-    identity: UserIdentity,
-    condition: VersionCondition,
+  /**
+   * The next version of `current` with the changes, or null when they change nothing;
+   * `invalid` when a changed member breaks a rule. For writes that change several users in one
+   * transaction (a SCIM Group's members).
+   */
+  changedUser(current: UserRecord, changes: UserChanges | null): UserRecord | null {
+    if (changes === null) return null;
+    const next = normalizeUser({ ...current, ...changes } as UserRecord);
+    if (sameUser(current, next)) return null;
+    const errors = changeErrors(current, next);
+    if (errors.length > 0) throw invalidFields(errors);
+    return { ...next, updatedAt: this.deps.clock.now(), etag: newVersion() };
+  }
+
+  async #insert(
+    clientId: string,
+    fields: UserFields,
     origin: ChangeOrigin,
-    changesFor: (current: UserRecord) => UserChanges,
+    eventType: string,
   ): Promise<UserRecord> {
-    return this.#writes.run(writeKey(identity), () =>
-      updateConditionally({
-        load: () => this.deps.store.users.findUser(identity),
-        notFound: () => userNotFound(identity),
-        condition,
-        change: (current) => this.changed(current, changesFor(current)),
-        save: (next, expected, current) =>
-          this.deps.store.users.replaceUser(
-            next,
-            expected,
-            userEvents(origin, next.updatedAt, current, next),
-          ),
-      }),
-    );
+    const now = this.deps.clock.now();
+    const user: UserRecord = {
+      clientId,
+      ...fields,
+      id: randomUUID(),
+      createdAt: now,
+      updatedAt: now,
+      etag: newVersion(),
+    };
+    try {
+      await this.deps.store.users.insertUser(user, userEvents(origin, now, null, user, eventType));
+    } catch (error) {
+      if (error instanceof DuplicateError) throw duplicateUser(user, error);
+      if (error instanceof MissingParentError) throw applicationNotFound(clientId);
+      throw error;
+    }
+    return user;
   }
 
   private async assertApplicationExists(clientId: string): Promise<void> {
@@ -285,37 +291,38 @@ export class UsersService {
   }
 }
 
-function writeKey(identity: UserIdentity): string {
-  return JSON.stringify([identity.clientId, identity.provider, identity.identifier]);
+function writeKey(user: UserRecord): string {
+  return JSON.stringify([user.clientId, user.id]);
 }
 
-function duplicateIdentity(identity: UserIdentity) {
-  return problem(
+/** True for a conflict error of this rule. */
+export function isConflict(error: unknown, rule: DomainError['rule']): boolean {
+  return error instanceof DomainError && error.code === 'conflict' && error.rule === rule;
+}
+
+function duplicateUser(user: UserIdentity, error: DuplicateError): DomainError {
+  if (error.index === USER_NAME_INDEX) {
+    return domainError(
+      'conflict',
+      `Application "${user.clientId}" already has a user of its SCIM provider "${user.provider}" whose identifier differs from this one only in case (SCIM userNames ignore case).`,
+      { rule: 'user_name', cause: error },
+    );
+  }
+  return domainError(
     'conflict',
-    `Application "${identity.clientId}" already has a user with provider "${identity.provider}" and this identifier.`,
+    `Application "${user.clientId}" already has a user with provider "${user.provider}" and this identifier.`,
+    { rule: 'user_identity', cause: error },
   );
 }
 
-function userIdNotFound(clientId: string, id: string) {
-  return problem('not-found', `Application "${clientId}" has no user with id "${id}".`);
-}
-
-function userNotFound(identity: UserIdentity) {
-  return problem(
-    'not-found',
-    `Application "${identity.clientId}" has no user with provider "${identity.provider}" and this identifier.`,
+function userNotFound(ref: UserRef): DomainError {
+  return domainError(
+    'not_found',
+    'id' in ref
+      ? `Application "${ref.clientId}" has no user with id "${ref.id}".`
+      : `Application "${ref.clientId}" has no user with provider "${ref.provider}" and this identifier.`,
+    { resource: 'user' },
   );
-}
-
-function fieldsOf(body: CreateUserBody | ReplaceUserBody): UserFields {
-  return {
-    name: body.name.trim(),
-    avatar: body.avatar ?? null,
-    email: body.email,
-    locale: body.locale,
-    roles: body.roles,
-    scopes: body.scopes,
-  };
 }
 
 function sameUser(current: UserRecord, next: UserRecord): boolean {
@@ -334,26 +341,4 @@ function sameUser(current: UserRecord, next: UserRecord): boolean {
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
-}
-
-/** Identity members in a body may repeat the path, never differ from it (identity is immutable). */
-function assertIdentityEchoes(
-  identity: UserIdentity,
-  body: { client_id?: string; provider?: string; identifier?: string },
-): void {
-  const errors: InvalidParam[] = [];
-  const echoes = [
-    ['client_id', body.client_id, identity.clientId],
-    ['provider', body.provider, identity.provider],
-    ['identifier', body.identifier, identity.identifier],
-  ] as const;
-  for (const [name, given, path] of echoes) {
-    if (given !== undefined && given !== path) {
-      errors.push({
-        pointer: `/${name}`,
-        detail: `must equal the ${name} in the path (it cannot change)`,
-      });
-    }
-  }
-  if (errors.length > 0) throw invalid(errors);
 }

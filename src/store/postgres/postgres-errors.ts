@@ -3,6 +3,7 @@ import { DuplicateError, MissingParentError, StoreUnavailableError } from '../er
 
 interface PgErrorLike {
   code?: unknown;
+  constraint?: unknown;
 }
 
 // SQLSTATE classes that mean "the database cannot serve this now": connection exceptions (08),
@@ -88,7 +89,14 @@ export function translatePostgresError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const options = { cause: error };
   const code = (error as PgErrorLike).code;
-  if (code === '23505') return new DuplicateError('a row with this key exists', options);
+  if (code === '23505') {
+    const constraint = (error as PgErrorLike).constraint;
+    return new DuplicateError(
+      'a row with this key exists',
+      typeof constraint === 'string' ? constraint : null,
+      options,
+    );
+  }
   if (code === '23503') {
     return new MissingParentError('the referenced row does not exist', options);
   }
