@@ -35,6 +35,7 @@ import {
 import { CURSOR_SECRET_SETTING, CursorCodec } from './http/pagination.js';
 import { registerAccessLog } from './http/logging.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { pruneSharedCountersPeriodically } from './http/shared-counters.js';
 import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
@@ -52,7 +53,7 @@ import { registerUserRoutes } from './modules/users/users.routes.js';
 import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { type ProblemError, problem } from './problems.js';
 import type { Services } from './services.js';
-import type { Store } from './store/store.js';
+import type { LimitCounterRepository, Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
 export const BODY_LIMIT_BYTES = 256 * 1024;
@@ -72,10 +73,15 @@ export interface AppOptions {
   rateLimitPerMinute: number;
   /** Failed authentications per minute per client address (API keys, /oauth2/token); 0: no limit. */
   authFailuresPerMinute: number;
-  /** Shared rate-limit and failure counters (REDIS_URL); undefined: this instance's memory. */
+  /** Shared rate-limit and failure counters (REDIS_URL); undefined: see limitCounters. */
   rateLimitRedis?: Redis;
   rateLimitRedisPrefix?: string;
   authFailuresRedisPrefix?: string;
+  /**
+   * The database's counters, shared by the instances on it (PostgreSQL), for the limits when
+   * there is no Redis; undefined (and no Redis): this instance's memory.
+   */
+  limitCounters?: LimitCounterRepository;
   trustProxy: boolean;
   version: string;
   /** The metrics /metrics serves, shared with the services; made here when not given. */
@@ -287,6 +293,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return reply.redirect('/console', 302);
   });
 
+  // Limits counted in the database the instances share, when they share no Redis.
+  const shared =
+    options.limitCounters === undefined || options.rateLimitRedis !== undefined
+      ? undefined
+      : { counters: options.limitCounters, now: () => Date.now() };
+  if (shared !== undefined) {
+    const stopPruning = pruneSharedCountersPeriodically(shared, (error) =>
+      app.log.warn({ reason: (error as Error).message }, 'could not prune limit counters'),
+    );
+    app.addHook('onClose', async function stopPruningCounters() {
+      stopPruning();
+    });
+  }
   const failureLimiter = (purpose: string) =>
     new AuthFailureLimiter({
       perMinute: options.authFailuresPerMinute,
@@ -295,7 +314,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.authFailuresRedisPrefix === undefined
         ? {}
         : { redisPrefix: options.authFailuresRedisPrefix }),
+      ...(shared === undefined ? {} : { shared }),
     });
+  const rateLimit = {
+    perMinute: options.rateLimitPerMinute,
+    ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
+    ...(options.rateLimitRedisPrefix === undefined
+      ? {}
+      : { redisPrefix: options.rateLimitRedisPrefix }),
+    ...(shared === undefined ? {} : { shared }),
+  };
 
   // API keys fail alike under /iam/api/v1 and /scim/v2: one count per address for both.
   const apiKeyFailures = failureLimiter('api-key');
@@ -326,13 +354,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(
     async function api(scope) {
       registerAuthentication(scope, authenticate, apiKeyFailures, undefined, onAuthFailure);
-      await registerRateLimit(scope, {
-        perMinute: options.rateLimitPerMinute,
-        ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
-        ...(options.rateLimitRedisPrefix === undefined
-          ? {}
-          : { redisPrefix: options.rateLimitRedisPrefix }),
-      });
+      await registerRateLimit(scope, rateLimit);
       registerApplicationRoutes(scope, { applications: services.applications, cursors });
       registerUserRoutes(scope, { users: services.users, cursors });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
@@ -344,13 +366,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     { prefix: API_PREFIX },
   );
 
-  const rateLimit = {
-    perMinute: options.rateLimitPerMinute,
-    ...(options.rateLimitRedis === undefined ? {} : { redis: options.rateLimitRedis }),
-    ...(options.rateLimitRedisPrefix === undefined
-      ? {}
-      : { redisPrefix: options.rateLimitRedisPrefix }),
-  };
   await app.register(
     async function scim(scope) {
       await prepareScimScope(scope, {

@@ -100,6 +100,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     rateLimitPerMinute: config.rateLimitPerMinute,
     authFailuresPerMinute: config.authFailuresPerMinute,
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
+    // Without Redis, instances on one PostgreSQL count their limits there, not each its own.
+    ...(store.kind === 'postgres' ? { limitCounters: store.limits } : {}),
     trustProxy: config.trustProxy,
     version,
     metrics,

@@ -95,6 +95,8 @@ export async function buildTestApp(
     rateLimitRedis?: Redis;
     rateLimitRedisPrefix?: string;
     authFailuresRedisPrefix?: string;
+    /** Count the limits in the store (as instances on one PostgreSQL do without Redis). */
+    sharedLimits?: boolean;
     store?: Store;
     clock?: TestClock;
     logLevel?: string;
@@ -147,6 +149,7 @@ export async function buildTestApp(
     ...(options.rateLimitRedisPrefix === undefined
       ? {}
       : { rateLimitRedisPrefix: options.rateLimitRedisPrefix }),
+    ...(options.sharedLimits === true ? { limitCounters: store.limits } : {}),
     trustProxy: false,
     version: 'test',
     metrics,

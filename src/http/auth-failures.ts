@@ -1,9 +1,16 @@
 // Failed authentication, limited per client address (IAM_AUTH_FAILURES_PER_MINUTE): past the
 // limit a client is refused before its credentials are looked at, so guessing keys (or
 // replaying forged ID tokens at /oauth2/token) stops at a few a second per address. The
-// counters live in memory, or in Redis (REDIS_URL) so one limit holds across instances; while
-// Redis is unreachable each instance counts in its own memory instead (rate-limiter-flexible's
+// counters live in Redis (REDIS_URL), or in the database the instances share (PostgreSQL), so
+// one limit holds across instances, or in memory (one instance, SQLite). While Redis or the
+// database cannot count, each instance counts in its own memory instead (rate-limiter-flexible's
 // insurance limiter), so the limit never simply disappears.
+//
+// In the database, a failure is one addition to a counter (shared-counters.ts); which
+// addresses are over the limit is known to the instance that counted past it, from memory. An
+// instance that has not heard yet looks the next key from such an address up, counts the
+// failure, and answers 429 all the same (recordFailure says so): the limit holds for the sum
+// of the instances, at the price of one key lookup per instance and window.
 
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
@@ -13,6 +20,7 @@ import {
   RateLimiterMemory,
   RateLimiterRedis,
 } from 'rate-limiter-flexible';
+import { type SharedCounters, countShared } from './shared-counters.js';
 
 export const AUTH_FAILURE_WINDOW_SECONDS = 60;
 export const DEFAULT_AUTH_FAILURES_REDIS_PREFIX = 'tessera:auth-failures';
@@ -22,9 +30,11 @@ export interface AuthFailureLimitOptions {
   perMinute: number;
   /** What is being authenticated, kept apart from other counters ('api-key', 'token'). */
   purpose: string;
-  /** Shared counters; undefined: this instance's memory. */
+  /** Shared counters in Redis; undefined: the database's (below), else this instance's memory. */
   redis?: Redis;
   redisPrefix?: string;
+  /** Counters in the database the instances share, when there is no Redis. */
+  shared?: SharedCounters;
 }
 
 /**
@@ -42,6 +52,7 @@ export function clientKey(address: string): string {
 export class AuthFailureLimiter {
   readonly #limiter: RateLimiterAbstract | null;
   readonly #points: number;
+  readonly #shared: { counters: SharedCounters; prefix: string } | undefined;
   /** Addresses known to be over the limit, until their window ends: answered without asking Redis. */
   readonly #blocked = new LRUCache<string, true>({ max: 10_000, ttlAutopurge: false });
 
@@ -57,6 +68,9 @@ export class AuthFailureLimiter {
       keyPrefix: `${options.redisPrefix ?? DEFAULT_AUTH_FAILURES_REDIS_PREFIX}:${options.purpose}`,
     };
     const memory = new RateLimiterMemory(settings);
+    if (options.redis === undefined && options.shared !== undefined) {
+      this.#shared = { counters: options.shared, prefix: `${settings.keyPrefix}:` };
+    }
     this.#limiter =
       options.redis === undefined
         ? memory
@@ -80,13 +94,33 @@ export class AuthFailureLimiter {
     return state.msBeforeNext;
   }
 
-  /** Counts one failed attempt from this address. */
-  async recordFailure(address: string): Promise<void> {
-    if (this.#limiter === null) return;
+  /**
+   * Counts one failed attempt from this address. Resolves with how long the address must wait
+   * when this attempt was past the limit (answer 429, not 401), else 0.
+   */
+  async recordFailure(address: string): Promise<number> {
+    if (this.#limiter === null) return 0;
     const key = clientKey(address);
-    const state = await this.#limiter.penalty(key).catch(() => null);
-    if (state !== null && state.consumedPoints >= this.#points) {
-      this.#remember(key, state.msBeforeNext);
+    const state =
+      (await this.#countShared(key)) ?? (await this.#limiter.penalty(key).catch(() => null));
+    if (state === null || state.consumedPoints < this.#points) return 0;
+    this.#remember(key, state.msBeforeNext);
+    return state.consumedPoints > this.#points ? state.msBeforeNext : 0;
+  }
+
+  /** The failure counted in the database; undefined when there is none, or it failed. */
+  async #countShared(
+    key: string,
+  ): Promise<{ consumedPoints: number; msBeforeNext: number } | undefined> {
+    if (this.#shared === undefined) return undefined;
+    const { counters, prefix } = this.#shared;
+    try {
+      const windowMs = AUTH_FAILURE_WINDOW_SECONDS * 1000;
+      const { count, resetsAt } = await countShared(counters, `${prefix}${key}`, 1, windowMs);
+      return { consumedPoints: count, msBeforeNext: Math.max(0, resetsAt - counters.now()) };
+    } catch {
+      // The memory limiter counts meanwhile (the insurance, as while Redis is away).
+      return undefined;
     }
   }
 

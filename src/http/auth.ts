@@ -117,7 +117,9 @@ export function registerAuthentication(
         : await authenticate(secret);
     if (!check.ok) {
       onFailure(check.reason);
-      await failures.recordFailure(request.ip);
+      // Past the limit (counted by another instance until now): refused as over the limit.
+      const waitMs = await failures.recordFailure(request.ip);
+      if (waitMs > 0) throw tooManyFailures(waitMs);
       throw unauthenticated(schemes);
     }
     const key = check.key;

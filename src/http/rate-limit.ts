@@ -1,12 +1,14 @@
-// Requests per minute per API key (@fastify/rate-limit). The counters live in memory, or in
-// Redis when REDIS_URL is set so that one limit holds across every instance. Redis being
-// unreachable must not take the API down: the limit then fails open (requests are served,
-// uncounted) and a warning is logged once per outage.
+// Requests per minute per API key (@fastify/rate-limit). The counters live in Redis when
+// REDIS_URL is set, else in the database the instances share (PostgreSQL: shared-counters.ts),
+// so that one limit holds across every instance, or in memory (one instance, SQLite). Redis or
+// the database being unreachable must not take the API down: the limit then fails open
+// (requests are served, uncounted) and, for Redis, a warning is logged once per outage.
 
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { problem } from '../problems.js';
+import { type SharedCounters, SharedRequestBudget } from './shared-counters.js';
 
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 export const DEFAULT_REDIS_PREFIX = 'tessera:rate-limit:';
@@ -18,6 +20,32 @@ export interface RateLimitOptions {
   redis?: Redis;
   /** Prefix of the Redis keys (instances sharing a limit share it). */
   redisPrefix?: string;
+  /** Counters in the database the instances share, when there is no Redis. */
+  shared?: SharedCounters;
+}
+
+/** The prefix of the rate limit's counters in the database. */
+export const SHARED_RATE_LIMIT_PREFIX = 'rate-limit:';
+
+/** A store for @fastify/rate-limit that counts in the shared database, in shares. */
+function sharedStore(budget: SharedRequestBudget) {
+  return class SharedCounterStore {
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+      max: number,
+    ): void {
+      budget.spend(key, max, timeWindow).then(
+        (spent) => callback(null, spent),
+        (error: unknown) => callback(error as Error),
+      );
+    }
+
+    child(): this {
+      return this;
+    }
+  };
 }
 
 /**
@@ -78,9 +106,15 @@ export async function registerRateLimit(
   await scope.register(rateLimit, {
     max: options.perMinute,
     timeWindow: RATE_LIMIT_WINDOW_MS,
-    ...(options.redis === undefined
-      ? {}
-      : { redis: options.redis, nameSpace: options.redisPrefix ?? DEFAULT_REDIS_PREFIX }),
+    ...(options.redis !== undefined
+      ? { redis: options.redis, nameSpace: options.redisPrefix ?? DEFAULT_REDIS_PREFIX }
+      : options.shared !== undefined
+        ? {
+            store: sharedStore(
+              new SharedRequestBudget(options.shared, SHARED_RATE_LIMIT_PREFIX),
+            ) as never,
+          }
+        : {}),
     // Fail open: a store error (Redis down or slow) serves the request uncounted.
     skipOnError: true,
     // Runs after authentication (route-level hooks follow instance-level ones), so it

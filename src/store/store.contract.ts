@@ -9,6 +9,7 @@ import { describeEventsContract } from './contract/events.js';
 import { describeConsoleSessionsContract } from './contract/console-sessions.js';
 import type { ContractContext } from './contract/fixtures.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
+import { describeLimitCountersContract } from './contract/limit-counters.js';
 import { describeSettingsContract } from './contract/settings.js';
 import { describeSigningKeysContract } from './contract/signing-keys.js';
 import { describeUserQueriesContract } from './contract/user-queries.js';
@@ -35,6 +36,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeUserQueriesContract(ctx);
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
+    describeLimitCountersContract(ctx);
     describeSigningKeysContract(ctx);
     describeWebhooksContract(ctx);
     describeEventsContract(ctx);

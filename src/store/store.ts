@@ -319,6 +319,26 @@ export interface GroupRepository {
   ): Promise<boolean>;
 }
 
+/** A counter of a fixed window, as it stands after a change. */
+export interface LimitCount {
+  /** The count in the current window, after the points just added. */
+  count: number;
+  /** Epoch ms: when the window ends (the next count after it starts a new one). */
+  resetsAt: number;
+}
+
+/** Counters of the limits, shared by every instance on the database (when no Redis is). */
+export interface LimitCounterRepository {
+  /**
+   * Adds `points` to the counter `key` and returns it. A counter counts in fixed windows of
+   * `windowMs`: the first count after a window ended (or ever) starts a new one at `now`.
+   * Atomic across instances: concurrent additions are all counted, each sees its own sum.
+   */
+  addToCounter(key: string, points: number, now: number, windowMs: number): Promise<LimitCount>;
+  /** Deletes up to `limit` counters whose window ended before `before`; returns how many. */
+  pruneCounters(before: number, limit: number): Promise<number>;
+}
+
 export interface SettingRepository {
   /**
    * The stored value of a setting, creating it from `initial` when absent. Every caller,
@@ -404,6 +424,8 @@ export interface Store {
   readonly groups: GroupRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly settings: SettingRepository;
+  /** Counters of the limits shared by instances (failed authentications, requests per key). */
+  readonly limits: LimitCounterRepository;
   readonly signingKeys: SigningKeyRepository;
   /** Webhooks, their delivery state and log (webhook-records.ts). */
   readonly webhooks: WebhookRepository;

@@ -268,20 +268,20 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           if (!sameOrigin(request)) {
             throw problem('forbidden', 'Sign in from this console page.');
           }
+          const tooManySignIns = (waitMs: number) =>
+            problem('rate-limited', 'Too many failed sign-ins from this address; wait a minute.', {
+              headers: { 'retry-after': String(Math.ceil(waitMs / 1000)) },
+            });
           const waitMs = await deps.failures.retryAfterMs(request.ip);
-          if (waitMs > 0) {
-            throw problem(
-              'rate-limited',
-              'Too many failed sign-ins from this address; wait a minute.',
-              {
-                headers: { 'retry-after': String(Math.ceil(waitMs / 1000)) },
-              },
-            );
-          }
+          if (waitMs > 0) throw tooManySignIns(waitMs);
           const secret = formText(formOf(request), 'key').trim();
           const result = secret === '' ? null : await deps.sessions.signIn(secret);
           if (result === null || !result.ok) {
-            if (result !== null) await deps.failures.recordFailure(request.ip);
+            if (result !== null) {
+              // Past the limit (counted by another instance until now): refused as over it.
+              const overFor = await deps.failures.recordFailure(request.ip);
+              if (overFor > 0) throw tooManySignIns(overFor);
+            }
             return reply
               .code(secret === '' ? 400 : 401)
               .type('text/html; charset=utf-8')

@@ -36,6 +36,16 @@ const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 const PUBLIC_CACHE = `public, max-age=${JWKS_MAX_AGE_SECONDS}`;
 const tags = ['tokens'];
 
+function tooManyRefusals(waitMs: number): OAuthError {
+  const seconds = retryAfterSeconds(waitMs);
+  return new OAuthError(
+    'temporarily_unavailable',
+    `Too many refused token requests from this address; retry in ${seconds} s.`,
+    429,
+    { 'retry-after': String(seconds) },
+  );
+}
+
 export function registerOAuthRoutes(
   app: FastifyInstance,
   deps: {
@@ -116,26 +126,20 @@ export function registerOAuthRoutes(
     // Before the body is read: past the limit, an address's tokens are not even parsed.
     scope.addHook('onRequest', async function limitRefusedRequests(request) {
       const waitMs = await deps.failures.retryAfterMs(request.ip);
-      if (waitMs > 0) {
-        const seconds = retryAfterSeconds(waitMs);
-        throw new OAuthError(
-          'temporarily_unavailable',
-          `Too many refused token requests from this address; retry in ${seconds} s.`,
-          429,
-          { 'retry-after': String(seconds) },
-        );
-      }
+      if (waitMs > 0) throw tooManyRefusals(waitMs);
     });
     scope.setErrorHandler(async function answerOAuthError(error, request, reply) {
-      const failure = toOAuthError(error, request);
+      let failure = toOAuthError(error, request);
+      if (failure.status === 400 || failure.status === 401) {
+        // Past the limit (counted by another instance until now): refused as over the limit.
+        const waitMs = await deps.failures.recordFailure(request.ip);
+        if (waitMs > 0) failure = toOAuthError(tooManyRefusals(waitMs), request);
+      }
       if (request.routeOptions.url === TOKEN_ENDPOINT) {
         deps.onExchange?.(
           failure.status === 429 ? 'rate_limited' : failure.error,
           failure.failedCheck,
         );
-      }
-      if (failure.status === 400 || failure.status === 401) {
-        await deps.failures.recordFailure(request.ip);
       }
       return sendOAuthError(request, reply, failure);
     });

@@ -162,6 +162,11 @@ export class PostgresExecutor implements SqlExecutor {
     });
   }
 
+  writeReturning<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
+    // A lone statement is its own transaction.
+    return this.#track(async () => (await this.#prepared(this.#pool, query)).rows as Row[]);
+  }
+
   /**
    * Gives every event committed so far its id (see EventSequencer); the event readers call it
    * before reading, so an acknowledged write's events are in the feed read after it.

@@ -11,4 +11,5 @@ export const postgresMigrations = sqlMigrations({
   // Built into PostgreSQL 13 and later (and CockroachDB, YugabyteDB): no extension needed.
   randomUuid: sql<string>`gen_random_uuid()::text`,
   eventIds: 'sequence-row',
+  unlogged: sql`unlogged`,
 });

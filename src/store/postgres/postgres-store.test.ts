@@ -64,6 +64,7 @@ describe('PostgreSQL store', { skip }, () => {
           'events_pending',
           'kysely_migration',
           'kysely_migration_lock',
+          'limit_counters',
           'scim_groups',
           'settings',
           'signing_keys',
@@ -72,6 +73,13 @@ describe('PostgreSQL store', { skip }, () => {
           'webhook_deliveries',
           'webhooks',
         ]);
+        // Limit counters are written without WAL (lost in a crash, which only restarts windows).
+        const persistence = await client.query<{ relpersistence: string }>(
+          `select c.relpersistence from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            where n.nspname = $1 and c.relname = 'limit_counters'`,
+          [schema],
+        );
+        assert.equal(persistence.rows[0]?.relpersistence, 'u');
         const { rows } = await client.query(`select name from ${schema}.kysely_migration`);
         assert.deepEqual(
           rows.map((row: { name: string }) => row.name),

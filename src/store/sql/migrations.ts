@@ -27,6 +27,11 @@ export interface DialectTypes {
    * docs/architecture.md).
    */
   eventIds: 'autoincrement' | 'sequence-row';
+  /**
+   * Put before TABLE for rows that may be lost in a crash (PostgreSQL's UNLOGGED: no WAL, so
+   * a write does not wait for the disk); null where every table is durable (SQLite).
+   */
+  unlogged: Expression<unknown> | null;
 }
 
 /**
@@ -364,6 +369,26 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
           db,
         );
         await sql`alter table events_pending replica identity full`.execute(db);
+      },
+    },
+    '0013_limit_counters': {
+      async up(db: Kysely<unknown>) {
+        // The failed-authentication limit and the rate limit, counted across the instances of
+        // one database when they share no Redis: one row per counter and fixed window. Losing
+        // them in a crash only restarts the windows, so on PostgreSQL the table is UNLOGGED
+        // (CockroachDB and YugabyteDB accept the word and keep the table durable).
+        let table = db.schema
+          .createTable('limit_counters')
+          .addColumn('key', key, (c) => c.primaryKey().notNull())
+          .addColumn('count', 'integer', (c) => c.notNull())
+          .addColumn('resets_at', time, (c) => c.notNull());
+        if (types.unlogged !== null) table = table.modifyFront(types.unlogged);
+        await finish(table).execute();
+        await db.schema
+          .createIndex('limit_counters_resets_at')
+          .on('limit_counters')
+          .column('resets_at')
+          .execute();
       },
     },
   };

@@ -41,6 +41,11 @@ export interface SqlExecutor {
    */
   write(statements: readonly CompiledQuery[], options?: WriteOptions): Promise<number[]>;
   /**
+   * Runs one statement that changes rows and returns some (RETURNING), as a write of its own,
+   * and resolves once it is durable with the rows. Errors as write().
+   */
+  writeReturning<Row>(query: CompiledQuery<Row>): Promise<Row[]>;
+  /**
    * Gives every event committed so far its id, where ids are handed out after the commit
    * (PostgreSQL's sequencer); absent where a commit numbers its events itself (SQLite). The
    * event readers call it first, so a write's events are readable once it is acknowledged.

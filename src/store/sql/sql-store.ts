@@ -6,6 +6,7 @@ import { SqlEventRepository } from './sql-events.js';
 import { SqlConsoleSessionRepository } from './sql-console-sessions.js';
 import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
+import { SqlLimitCounterRepository } from './sql-limit-counters.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
 import { SqlUserRepository } from './sql-users.js';
 import { SqlWebhookRepository } from './sql-webhooks.js';
@@ -18,6 +19,7 @@ export class SqlStore implements Store {
   readonly groups: SqlGroupRepository;
   readonly apiKeys: SqlApiKeyRepository;
   readonly settings: SqlSettingRepository;
+  readonly limits: SqlLimitCounterRepository;
   readonly signingKeys: SqlSigningKeyRepository;
   readonly webhooks: SqlWebhookRepository;
   readonly consoleSessions: SqlConsoleSessionRepository;
@@ -31,6 +33,7 @@ export class SqlStore implements Store {
     this.groups = new SqlGroupRepository(sql, this.users);
     this.apiKeys = new SqlApiKeyRepository(sql);
     this.settings = new SqlSettingRepository(sql);
+    this.limits = new SqlLimitCounterRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
     this.webhooks = new SqlWebhookRepository(sql);
     this.consoleSessions = new SqlConsoleSessionRepository(sql);

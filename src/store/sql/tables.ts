@@ -152,6 +152,14 @@ export interface ConsoleSessionsTable {
   last_seen_at: number | string;
 }
 
+/** Limit counters shared by instances (failed authentications, requests per key). */
+export interface LimitCountersTable {
+  key: string;
+  count: number;
+  /** Epoch milliseconds: when the counter's fixed window ends. */
+  resets_at: number | string;
+}
+
 export interface Tables {
   events: EventsTable;
   event_sequence: EventSequenceTable;
@@ -164,6 +172,7 @@ export interface Tables {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   console_sessions: ConsoleSessionsTable;
+  limit_counters: LimitCountersTable;
 }
 
 // U+001F sorts below every character a provider may contain ('-' is the smallest), so the

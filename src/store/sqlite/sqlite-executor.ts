@@ -127,6 +127,16 @@ export class SqliteExecutor implements SqlExecutor {
     return this.#committed.add(onCommitted);
   }
 
+  async writeReturning<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
+    let rows: Row[] = [];
+    // In the group commit like any write: acknowledged once its batch is durable.
+    await this.#batcher.run(() => {
+      rows = this.#prepare(query.sql).all(...query.parameters) as Row[];
+      return [rows.length];
+    });
+    return rows;
+  }
+
   ping(): Promise<void> {
     try {
       this.#ping.get();

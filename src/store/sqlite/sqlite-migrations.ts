@@ -10,4 +10,5 @@ export const sqliteMigrations = sqlMigrations({
   // Version-4 UUID text from 122 random bits (randomblob is SQLite's CSPRNG).
   randomUuid: sql<string>`lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`,
   eventIds: 'autoincrement',
+  unlogged: null,
 });
