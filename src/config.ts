@@ -116,6 +116,16 @@ const Environment = Type.Object({
       description: 'a whole number of seconds from 1 to 999999',
     }),
   ),
+  IAM_BACKUP_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
+  IAM_BACKUP_INTERVAL: Type.Optional(
+    Type.String({
+      pattern: '^[1-9][0-9]{0,5}[smhd]$',
+      description: 'a whole number and a unit, s, m, h or d (such as 6h, 30m or 1d)',
+    }),
+  ),
+  IAM_BACKUP_KEEP: Type.Optional(
+    Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: 'a whole number from 1 to 9999' }),
+  ),
   IAM_CONSOLE_SESSION_LIFETIME_SECONDS: Type.Optional(
     Type.String({
       pattern: '^[1-9][0-9]{0,5}$',
@@ -169,6 +179,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     port,
     host: vars.HOST ?? '127.0.0.1',
     database,
+    /** Scheduled backups of the SQLite database (IAM_BACKUP_*); null: none. */
+    backups: scheduledBackups(vars, database),
     /** Where the first-start admin key file goes: beside the SQLite file, else ./data. */
     dataDir: resolve(
       vars.IAM_DATA_DIR ??
@@ -215,6 +227,41 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       idleTimeoutMs: Number(vars.IAM_CONSOLE_IDLE_TIMEOUT_SECONDS ?? 1800) * 1000,
       absoluteTimeoutMs: Number(vars.IAM_CONSOLE_SESSION_LIFETIME_SECONDS ?? 28_800) * 1000,
     },
+  };
+}
+
+const DURATION_UNITS_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** IAM_BACKUP_DIR, IAM_BACKUP_INTERVAL (default 24h) and IAM_BACKUP_KEEP (default 7). */
+function scheduledBackups(vars: Environment, database: DatabaseConfig) {
+  if (vars.IAM_BACKUP_DIR === undefined) {
+    const stray = (['IAM_BACKUP_INTERVAL', 'IAM_BACKUP_KEEP'] as const).find(
+      (name) => vars[name] !== undefined,
+    );
+    if (stray !== undefined) {
+      throw new ConfigError(
+        `invalid configuration: ${stray} is set but IAM_BACKUP_DIR is not; set IAM_BACKUP_DIR to schedule backups`,
+      );
+    }
+    return null;
+  }
+  if (database.kind === 'postgres') {
+    throw new ConfigError(
+      'invalid configuration: IAM_BACKUP_DIR schedules backups of a SQLite database; on PostgreSQL back up with pg_dump (docs/operations.md)',
+    );
+  }
+  if (database.path === ':memory:') {
+    throw new ConfigError(
+      'invalid configuration: IAM_BACKUP_DIR is set but DATABASE_URL is sqlite::memory:, which has no file to back up',
+    );
+  }
+  const interval = vars.IAM_BACKUP_INTERVAL ?? '24h';
+  return {
+    directory: resolve(vars.IAM_BACKUP_DIR),
+    intervalMs:
+      Number(interval.slice(0, -1)) *
+      DURATION_UNITS_MS[interval.slice(-1) as keyof typeof DURATION_UNITS_MS],
+    keep: Number(vars.IAM_BACKUP_KEEP ?? 7),
   };
 }
 

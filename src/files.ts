@@ -75,3 +75,11 @@ export function fsyncDirectory(directory: string): void {
     closeSync(fd);
   }
 }
+
+/** 20261126T120000Z: a UTC time that sorts as text and fits in a file name. */
+export function compactTimestamp(at: Date): string {
+  return at
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
+}

@@ -3,6 +3,7 @@
 // store, exit 0.
 
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { prepareAccess } from './access.js';
@@ -14,9 +15,13 @@ import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
 import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
 import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
-import { createMetrics } from './http/metrics.js';
+import { createMetrics, registerBackupMetrics } from './http/metrics.js';
 import { createServices } from './services.js';
 import { openStore } from './store/open-store.js';
+import { compactTimestamp } from './files.js';
+import { type ScheduledBackups, scheduleBackups } from './scheduled-backups.js';
+import { backupSqliteDatabase } from './store/sqlite/sqlite-backup.js';
+import type { Store } from './store/store.js';
 import { ClusterSettings } from './modules/cluster-settings/cluster-settings.service.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -52,8 +57,17 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     onListenerTrouble: (message, error) =>
       logger.warn(error instanceof Error ? { reason: error.message } : {}, message),
   });
-  await store.migrate();
   const version = packageVersion();
+  if (config.backups !== null && config.database.kind === 'sqlite') {
+    await backUpBeforeMigrating(
+      store,
+      config.database.path,
+      config.backups.directory,
+      version,
+      logger,
+    );
+  }
+  await store.migrate();
   const metrics = createMetrics({ version });
   // Widening settings are the cluster's: an instance acts on what both allow (SQLite: its own).
   const clusterSettings = new ClusterSettings({
@@ -116,7 +130,12 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       "could not read the cluster's settings; will retry",
     ),
   );
+  const backups =
+    config.backups === null || config.database.kind !== 'sqlite'
+      ? null
+      : startScheduledBackups(config.backups, config.database.path, version, metrics, logger);
   app.addHook('onClose', async function closeStore() {
+    await backups?.stop();
     stopPruning();
     stopRefreshing();
     await store.close();
@@ -129,6 +148,69 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   );
   stopGracefullyOnSignals(app);
   return app;
+}
+
+/**
+ * IAM_BACKUP_DIR: a backup every IAM_BACKUP_INTERVAL, in a worker thread; the last result in
+ * /metrics and a log line each time.
+ */
+function startScheduledBackups(
+  settings: NonNullable<Config['backups']>,
+  source: string,
+  version: string,
+  metrics: ReturnType<typeof createMetrics>,
+  logger: pino.Logger,
+): ScheduledBackups {
+  const reported = registerBackupMetrics(metrics, { intervalMs: settings.intervalMs });
+  return scheduleBackups({
+    source,
+    directory: settings.directory,
+    intervalMs: settings.intervalMs,
+    keep: settings.keep,
+    tesseraVersion: version,
+    onBackup(backup) {
+      reported.backedUp(backup);
+      if (backup.durationMs === null) return;
+      logger.info(
+        { backup: backup.path, bytes: backup.bytes, ms: Math.round(backup.durationMs) },
+        'backup written',
+      );
+    },
+    onFailure(reason, retryAt) {
+      reported.failed();
+      logger.error(
+        { reason, retryAt: new Date(retryAt).toISOString() },
+        'backup failed; it will be tried again',
+      );
+    },
+    onRemoved(files) {
+      if (files.length > 0) logger.info({ files, keep: settings.keep }, 'removed old backups');
+    },
+  });
+}
+
+/**
+ * With backups scheduled, a start that is about to migrate an existing database first backs it
+ * up as it is (tessera-pre-upgrade-<time>.db, never removed by the schedule): the way back if
+ * the new version has to be rolled back.
+ */
+async function backUpBeforeMigrating(
+  store: Store,
+  source: string,
+  directory: string,
+  version: string,
+  logger: pino.Logger,
+): Promise<void> {
+  const status = await store.schemaStatus();
+  if (status.pending.length === 0 || status.applied.length === 0 || status.unknown.length > 0) {
+    return;
+  }
+  const output = join(directory, `tessera-pre-upgrade-${compactTimestamp(new Date())}.db`);
+  const summary = await backupSqliteDatabase({ source, output, tesseraVersion: version });
+  logger.info(
+    { backup: summary.path, bytes: summary.bytes, pending: status.pending },
+    'backed up the database before migrating it',
+  );
 }
 
 /**

@@ -134,6 +134,57 @@ export function registerWebhookMetrics(metrics: Metrics, store: Store, clock: Cl
   });
 }
 
+/** What the backup schedule reports (IAM_BACKUP_DIR). */
+export interface BackupMetrics {
+  /** A backup was written (or, at start, the newest one found); durationMs null when unknown. */
+  backedUp(backup: { takenAt: number; bytes: number; durationMs: number | null }): void;
+  failed(): void;
+}
+
+/**
+ * The scheduled backups' last result, for alerts: `time() - last_success > 2 × interval` says
+ * backups stopped, a rising failure count says they fail.
+ */
+export function registerBackupMetrics(
+  metrics: Metrics,
+  options: { intervalMs: number },
+): BackupMetrics {
+  const registers = [metrics.registry];
+  new Gauge({
+    name: 'tessera_backup_interval_seconds',
+    help: 'IAM_BACKUP_INTERVAL: how often the service backs up its SQLite database',
+    registers,
+  }).set(options.intervalMs / 1000);
+  const lastSuccess = new Gauge({
+    name: 'tessera_backup_last_success_timestamp_seconds',
+    help: 'When the newest backup in IAM_BACKUP_DIR was taken (Unix time)',
+    registers,
+  });
+  const lastDuration = new Gauge({
+    name: 'tessera_backup_last_duration_seconds',
+    help: 'How long the last backup this process took lasted (copy, check, write)',
+    registers,
+  });
+  const lastSize = new Gauge({
+    name: 'tessera_backup_last_size_bytes',
+    help: 'The size of the newest backup',
+    registers,
+  });
+  const failures = new Counter({
+    name: 'tessera_backup_failures_total',
+    help: 'Scheduled backups that failed (each is retried within 10 minutes)',
+    registers,
+  });
+  return {
+    backedUp(backup) {
+      lastSuccess.set(backup.takenAt / 1000);
+      lastSize.set(backup.bytes);
+      if (backup.durationMs !== null) lastDuration.set(backup.durationMs / 1000);
+    },
+    failed: () => failures.inc(),
+  };
+}
+
 export function registerRequestMetrics(
   app: FastifyInstance,
   registry: Registry,

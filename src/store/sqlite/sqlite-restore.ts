@@ -13,7 +13,12 @@
 import { chownSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { createPrivateDirectory, fsyncDirectory, fsyncFile } from '../../files.js';
+import {
+  compactTimestamp,
+  createPrivateDirectory,
+  fsyncDirectory,
+  fsyncFile,
+} from '../../files.js';
 import { NewerSchemaError } from '../errors.js';
 import { isBusy } from './sqlite-errors.js';
 import {
@@ -118,7 +123,7 @@ export function restoreSqliteDatabase(options: RestoreOptions): RestoreResult {
       // Owned as the database was, when run as root for a service running as its own user.
       const owner = statSync(target);
       if (process.getuid?.() === 0) chownSync(temporary, owner.uid, owner.gid);
-      replaced = `${target}.replaced-${timestamp((options.now ?? (() => new Date()))())}`;
+      replaced = `${target}.replaced-${compactTimestamp((options.now ?? (() => new Date()))())}`;
       renameSync(target, replaced);
       // The WAL was folded in above; a -shm (or a stray -wal) must not meet the new file.
       for (const suffix of ['-wal', '-shm', '-journal']) {
@@ -193,12 +198,4 @@ function readRecord(database: Database.Database): BackupRecord | null {
     createdAt: values.get('created_at') ?? 'unknown',
     migrations: JSON.parse(values.get('migrations') ?? '[]') as string[],
   };
-}
-
-/** 20261126T120000Z: sortable, and safe in a file name. */
-export function timestamp(at: Date): string {
-  return at
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d{3}/, '');
 }
