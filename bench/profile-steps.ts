@@ -84,7 +84,7 @@ const RULES: [Step, (frame: CallFrame) => boolean][] = [
   ['hook: failure limiter', (f) => /\/http\/auth-failures\.[jt]s$/.test(f.url)],
   [
     'hook: API-key auth (incl. digest)',
-    (f) => /\/http\/auth\.[jt]s$|\/api-keys\/api-key-authenticator\.[jt]s$/.test(f.url),
+    (f) => /\/http\/auth\.[jt]s$|\/api-keys\/api-key-authenticator\.service\.[jt]s$/.test(f.url),
   ],
   [
     'hook: rate limit',

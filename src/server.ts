@@ -13,7 +13,7 @@ import { type Config, ConfigError } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
 import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
 import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
-import { SealedKeyError } from './modules/tokens/private-key-sealing.js';
+import { SealedKeyError } from './modules/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { createMetrics, registerBackupMetrics } from './http/metrics.js';
 import { createServices } from './services.js';

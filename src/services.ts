@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.js';
 import type { Metrics } from './http/metrics.js';
-import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.js';
+import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.service.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
 import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';

@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import pino from 'pino';
 import { ADMIN_KEY_FILE, prepareAccess } from '../src/access.js';
-import { digestSecret } from '../src/modules/api-keys/api-key-authenticator.js';
+import { digestSecret } from '../src/modules/api-keys/api-key-authenticator.service.js';
 import { ROLES } from '../src/roles.js';
 import { createServices, type Services } from '../src/services.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';

@@ -13,11 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
-import {
-  PrivateKeySealer,
-  SealedKeyError,
-  isSealed,
-} from '../src/modules/tokens/private-key-sealing.js';
+import { PrivateKeySealer, SealedKeyError, isSealed } from '../src/modules/private-key-sealing.js';
 import { SigningKeys } from '../src/modules/tokens/signing-keys.service.js';
 import { warnAboutConfiguration } from '../src/server.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';

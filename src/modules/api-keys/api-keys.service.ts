@@ -7,7 +7,7 @@ import { invalid, problem } from '../../problems.js';
 import { ROLES, type Role } from '../../roles.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { ApiKeyFilter, ApiKeyRecord, Store } from '../../store/store.js';
-import { type ApiKeyAuthenticator, digestSecret } from './api-key-authenticator.js';
+import { type ApiKeyAuthenticator, digestSecret } from './api-key-authenticator.service.js';
 import {
   type KeyCaller,
   assertWithinCaller,

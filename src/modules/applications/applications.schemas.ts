@@ -12,7 +12,6 @@ import {
 } from '../../http/schemas.js';
 import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
-import { Provider } from '../users/provider.schema.js';
 
 export const ClientId = Type.String({
   minLength: 1,
@@ -22,6 +21,19 @@ export const ClientId = Type.String({
   [RULE_KEYWORD]: '1–128 characters of A–Z a–z 0–9 . _ ~ -, and not "." or ".."',
   description: 'Unique, case-sensitive application id; URL-safe.',
   examples: ['billing-web'],
+});
+
+// The users' provider label, here because an application names one too (scim_provider), and
+// the users' schemas import the applications' ones.
+export const Provider = Type.String({
+  minLength: 3,
+  maxLength: 64,
+  // The look-ahead bounds the length first: without it this pattern backtracks
+  // quadratically on long hostile input.
+  pattern: '^(?=.{3,64}$)[a-z0-9_-]+_[a-z0-9_-]+$',
+  [RULE_KEYWORD]: '3–64 characters of a–z 0–9 _ -, shaped <idp>_<kind> (e.g. google_oauth2)',
+  description: 'Identity-provider label, `<idp>_<kind>`.',
+  examples: ['google_oauth2'],
 });
 
 export const DisplayName = TrimmedText(200, { description: 'Stored trimmed.' });

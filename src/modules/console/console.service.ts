@@ -7,7 +7,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { ApiKeyRecord, ConsoleSessionRecord, Store } from '../../store/store.js';
-import { type ApiKeyAuthenticator, digestSecret } from '../api-keys/api-key-authenticator.js';
+import {
+  type ApiKeyAuthenticator,
+  digestSecret,
+} from '../api-keys/api-key-authenticator.service.js';
 
 export interface ConsoleSessionLimits {
   /** A session unused this long ends. */

@@ -24,7 +24,7 @@ import {
   isSealed,
   missingSecretKey,
   openPrivateKey,
-} from './private-key-sealing.js';
+} from '../private-key-sealing.js';
 
 export const SIGNING_ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

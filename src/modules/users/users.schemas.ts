@@ -12,8 +12,7 @@ import {
 } from '../../http/schemas.js';
 import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
-import { ClientId } from '../applications/applications.schemas.js';
-import { Provider } from './provider.schema.js';
+import { ClientId, Provider } from '../applications/applications.schemas.js';
 
 export { Provider };
 

@@ -24,7 +24,7 @@ import {
   updateConditionally,
 } from '../conditional-writes.js';
 import { type OutboundPolicy, refuseTarget } from '../outbound-fence.js';
-import { PrivateKeySealer, isSealed } from '../tokens/private-key-sealing.js';
+import { PrivateKeySealer, isSealed } from '../private-key-sealing.js';
 
 /** The Standard Webhooks secret prefix; the rest is the base64 of the HMAC key. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openSqliteStore } from '../../store/sqlite/sqlite-store.js';
 import type { ApiKeyRecord, Store } from '../../store/store.js';
-import { ApiKeyAuthenticator, digestSecret } from './api-key-authenticator.js';
+import { ApiKeyAuthenticator, digestSecret } from './api-key-authenticator.service.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const clock = { now: () => NOW };
