@@ -127,6 +127,43 @@ describe('two instances on one PostgreSQL database', { skip, timeout: 180_000 },
     assert.deepEqual(Object.fromEntries(counts), { 201: 1, 409: 39 });
   });
 
+  it('lets one of 16 creates of a SCIM userName in every case, over both instances, SCIM and the API, succeed', async () => {
+    const created = await request(instances[0]!, adminKey, 'POST', '/applications', {
+      client_id: 'scim-race',
+      display_name: 'SCIM race',
+      description: '',
+      scim_provider: 'okta_scim',
+    });
+    assert.equal(created.status, 201);
+    const spellings = Array.from({ length: 16 }, (_, bits) =>
+      Array.from('race', (letter, index) =>
+        (bits >> index) & 1 ? letter.toUpperCase() : letter,
+      ).join(''),
+    );
+    const statuses = await Promise.all(
+      spellings.map((userName, index) => {
+        const instance = instances[index % 2]!;
+        return index % 4 < 2
+          ? request(instance, adminKey, 'POST', '//scim/v2/scim-race/Users', {
+              userName,
+              emails: [{ value: 'race@example.com' }],
+            })
+          : request(instance, adminKey, 'POST', '/applications/scim-race/users', {
+              identifier: userName,
+              provider: 'okta_scim',
+              name: 'Racer',
+              email: 'race@example.com',
+              locale: 'en',
+              roles: [],
+              scopes: [],
+            });
+      }),
+    );
+    const counts = new Map<number, number>();
+    for (const { status } of statuses) counts.set(status, (counts.get(status) ?? 0) + 1);
+    assert.deepEqual(Object.fromEntries(counts), { 201: 1, 409: 15 });
+  });
+
   it('refuses a key revoked through one instance at the other within one second', async () => {
     const [one, other] = instances as [ServerProcess, ServerProcess];
     const created = await request(one, adminKey, 'POST', '/api-keys', {

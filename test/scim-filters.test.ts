@@ -11,19 +11,33 @@ import { parseFilter } from '../src/modules/scim/scim.filter.js';
 import { USER_DEFINITIONS } from '../src/modules/scim/scim.user-query.js';
 import { toScimUser } from '../src/modules/scim/scim.users.js';
 import type { UserRecord } from '../src/store/store.js';
+import { foldAsciiCase } from '../src/store/user-predicate.js';
 import { START_TIME, type TestContext, buildTestApp, createApplication } from './helpers.js';
 
 const PROVIDER = 'okta_scim';
 const STEMS = ['alice', 'ALICE', 'Alice', 'bob', 'Bob', 'éva', 'Éva', 'al', 'a-b', 'zed', 'Zo'];
 const RUNS = Number(process.env.TESSERA_PROPERTY_RUNS ?? 300);
 
+/** Identifiers from the stems; one that equals an earlier one ignoring ASCII case gets its number. */
+function identifiers(): string[] {
+  const taken = new Set<string>();
+  return Array.from({ length: 36 }, (_, n) => {
+    const bare = `${STEMS[n % STEMS.length]}${n % 4 === 0 ? '' : n}`;
+    // SCIM userNames differ in more than ASCII case: the database holds them to it.
+    const identifier = taken.has(foldAsciiCase(bare)) ? `${bare}${n}` : bare;
+    taken.add(foldAsciiCase(identifier));
+    return identifier;
+  });
+}
+
 function users(): UserRecord[] {
+  const names = identifiers();
   return Array.from({ length: 36 }, (_, n) => {
     const stem = STEMS[n % STEMS.length]!;
     return {
       clientId: 'app',
       provider: PROVIDER,
-      identifier: `${stem}${n % 4 === 0 ? '' : n}`,
+      identifier: names[n]!,
       id: `id-${String(n).padStart(2, '0')}${n % 3 === 0 ? 'X' : 'x'}`,
       name: `${STEMS[(n * 7) % STEMS.length]} ${n % 5 === 0 ? 'Smith' : 'smith'}`,
       avatar: null,

@@ -11,7 +11,9 @@ import { START_TIME, type TestContext, buildTestApp, createApplication } from '.
 
 const PROVIDER = 'okta_scim';
 const RUNS = Number(process.env.TESSERA_PROPERTY_RUNS ?? 200);
-const NAMES = ['alice', 'ALICE', 'Alice', 'bob', 'éva', 'Éva', 'zed'];
+// userNames of the SCIM provider differ in more than ASCII case (the database holds them to it):
+// 'ALICE' finds 'alice'; 'éva' and 'Éva' differ in a letter that is not ASCII.
+const NAMES = ['alice', 'ALICE-2', 'Alice.3', 'bob', 'éva', 'Éva', 'zed'];
 
 function users(): UserRecord[] {
   return NAMES.map((identifier, n) => ({
@@ -191,9 +193,9 @@ describe('SCIM lookup in one read', () => {
   });
 
   it('shows the Groups each user holds, ordered by id', async () => {
-    const response = await get('app', { filter: 'userName eq "alice"' }, true);
+    const response = await get('app', { filter: 'userName eq "ALICE"' }, true);
     const body = response.json<{ totalResults: number; Resources: Record<string, unknown>[] }>();
-    assert.equal(body.totalResults, 3);
+    assert.equal(body.totalResults, 1);
     const first = body.Resources.find((user) => user.id === 'id-0')!;
     assert.deepEqual(
       (first.groups as { display: string }[]).map((g) => g.display),

@@ -212,6 +212,21 @@ describe('POST /oauth2/token with ID tokens from a real OpenID provider', () => 
     assert.equal(second.json<{ expires_in: number }>().expires_in, 15 * 60);
   });
 
+  it('refuses a first login whose identifier is a taken SCIM userName in another case, creating nobody', async () => {
+    // The provider label is also the application's SCIM provider: its userNames ignore case.
+    await createApplication(ctx, {
+      client_id: 'notes-scim',
+      mode: 'external',
+      external_token_validation: entryFor(provider),
+      scim_provider: 'google_oauth2',
+    });
+    await createUser(ctx, 'notes-scim', { provider: 'google_oauth2', identifier: 'ADA-108234' });
+    const refused = await exchangeToken(ctx, 'notes-scim', await provider.signIn('ada'));
+    const body = oauthError(refused, 400, 'invalid_grant');
+    assert.match(body.error_description, /^user: .*differs from this one only in case/);
+    assert.equal(await userCount(ctx, 'notes-scim'), 1);
+  });
+
   it('registers with defaults for a missing name, a POSIX locale and a non-http picture', async () => {
     const response = await exchangeToken(ctx, 'notes', await provider.signIn('bare'));
     assert.equal(response.statusCode, 200, response.body);

@@ -163,7 +163,9 @@ export interface ApplicationRepository {
   countApplications(filter: ApplicationFilter): Promise<number>;
   /**
    * Replaces the stored application when its etag still equals `expectedEtag`.
-   * False when it does not (changed meanwhile, or gone); nothing is written then.
+   * False when it does not (changed meanwhile, or gone); nothing is written then. A new SCIM
+   * provider makes its users' identifiers unique regardless of ASCII case, in the same
+   * transaction: DuplicateError (USER_NAME_INDEX) when two of them are not, and nothing changes.
    */
   replaceApplication(
     next: ApplicationRecord,
@@ -181,8 +183,17 @@ export interface ApplicationRepository {
   ): Promise<boolean>;
 }
 
+/**
+ * Users are unique by identity (application, provider, identifier), and the users of an
+ * application's SCIM provider also by identifier regardless of ASCII case (SCIM's userName): a
+ * write that would break the second rule fails with DuplicateError whose index is
+ * USER_NAME_INDEX, on every instance sharing the database.
+ */
 export interface UserRepository {
-  /** Inserts a user. DuplicateError for an existing identity; MissingParentError without its application. */
+  /**
+   * Inserts a user. DuplicateError for an existing identity, or for a userName taken in another
+   * ASCII case under the application's SCIM provider; MissingParentError without its application.
+   */
   insertUser(user: UserRecord, events: readonly NewEvent[]): Promise<void>;
   /**
    * Inserts many users in one transaction (imports, seeding): all of them, or none when any
@@ -216,8 +227,14 @@ export interface UserRepository {
   /** How many users match the query. */
   countQueriedUsers(query: UserQuery): Promise<number>;
   /**
+   * Up to `limit` users of the provider whose identifiers equal another one's ignoring ASCII
+   * case (what stops the provider from becoming the application's SCIM provider), by identifier.
+   */
+  findUserNameClashes(clientId: string, provider: string, limit: number): Promise<UserRecord[]>;
+  /**
    * Replaces the user with next.id when its etag still equals `expectedEtag`; false otherwise.
-   * The identifier may change (a rename): DuplicateError when the new identity is taken.
+   * The identifier may change (a rename): DuplicateError when the new identity is taken, or
+   * (a user of the SCIM provider) the new userName in another case.
    */
   replaceUser(
     next: UserRecord,

@@ -7,7 +7,7 @@ import {
   newVersion,
   updateConditionally,
 } from '../conditional-writes.js';
-import { DuplicateError } from '../../store/errors.js';
+import { DuplicateError, USER_NAME_INDEX } from '../../store/errors.js';
 import type { ApplicationRecord, Store } from '../../store/store.js';
 import { applyMergePatch } from '../merge-patch.js';
 import { type ChangeOrigin, applicationEvents } from '../changes.js';
@@ -179,6 +179,23 @@ export class ApplicationsService {
     return this.#writes.run(clientId, () => this.updateNow(clientId, condition, origin, fieldsFor));
   }
 
+  /** Why a provider cannot become the application's SCIM provider: users apart only by case. */
+  private async userNameClash(
+    clientId: string,
+    provider: string,
+    cause: DuplicateError,
+  ): Promise<DomainError> {
+    const clashes = await this.deps.store.users.findUserNameClashes(clientId, provider, 6);
+    const named = clashes.map((user) => JSON.stringify(user.identifier.slice(0, 80))).join(', ');
+    return domainError(
+      'conflict',
+      `"${provider}" cannot be the SCIM provider of application "${clientId}": some of its ` +
+        `users have identifiers that differ only in ASCII case (${named}${clashes.length === 6 ? ', …' : ''}), ` +
+        `and SCIM userNames ignore case. Rename or delete all but one of each, then try again.`,
+      { rule: 'user_name', cause },
+    );
+  }
+
   private updateNow(
     clientId: string,
     condition: VersionCondition,
@@ -198,11 +215,16 @@ export class ApplicationsService {
         return { ...next, updatedAt: this.deps.clock.now(), etag: newVersion() };
       },
       save: (next, expected, current) =>
-        this.deps.store.applications.replaceApplication(
-          next,
-          expected,
-          applicationEvents(origin, next.updatedAt, current, next),
-        ),
+        this.deps.store.applications
+          .replaceApplication(
+            next,
+            expected,
+            applicationEvents(origin, next.updatedAt, current, next),
+          )
+          .catch(async (error: unknown) => {
+            if (!(error instanceof DuplicateError) || error.index !== USER_NAME_INDEX) throw error;
+            throw await this.userNameClash(clientId, next.scimProvider ?? '', error);
+          }),
     });
   }
 }

@@ -135,9 +135,9 @@ export class ScimService {
     return user;
   }
 
-  async createUser(scope: ScimScope, body: Json, origin: ChangeOrigin): Promise<UserRecord> {
+  /** userName is unique per provider regardless of ASCII case: the database refuses a clash. */
+  createUser(scope: ScimScope, body: Json, origin: ChangeOrigin): Promise<UserRecord> {
     const { active, ...input } = userInputFromScim(body);
-    await this.assertUserNameFree(scope, input.identifier, null);
     return this.deps.users.createUser(
       scope.application.clientId,
       {
@@ -153,7 +153,7 @@ export class ScimService {
   }
 
   /** PUT: every SCIM attribute replaced; `active` left out keeps its value. */
-  async replaceUser(
+  replaceUser(
     scope: ScimScope,
     id: string,
     body: Json,
@@ -161,7 +161,6 @@ export class ScimService {
     origin: ChangeOrigin,
   ): Promise<UserRecord> {
     const input = userInputFromScim(body);
-    await this.assertUserNameFree(scope, input.identifier, id);
     return this.#update(scope, id, condition, origin, () => changesOf(input));
   }
 
@@ -173,12 +172,10 @@ export class ScimService {
     base: string,
     origin: ChangeOrigin,
   ): Promise<UserRecord> {
-    const [current, groups] = await Promise.all([this.findUser(scope, id), this.groupsOf(scope)]);
-    const patched = (user: UserRecord) =>
-      userInputFromScim(patchUserView(toScimUser(user, groups, base), operations));
-    const renamed = patched(current).identifier;
-    if (renamed !== current.identifier) await this.assertUserNameFree(scope, renamed, id);
-    return this.#update(scope, id, condition, origin, (user) => changesOf(patched(user)));
+    const groups = await this.groupsOf(scope);
+    return this.#update(scope, id, condition, origin, (user) =>
+      changesOf(userInputFromScim(patchUserView(toScimUser(user, groups, base), operations))),
+    );
   }
 
   async deleteUser(
@@ -193,26 +190,6 @@ export class ScimService {
       condition,
       origin,
     );
-  }
-
-  /** userName is unique per provider regardless of ASCII case (409 uniqueness otherwise). */
-  private async assertUserNameFree(scope: ScimScope, userName: unknown, exceptId: string | null) {
-    if (typeof userName !== 'string') return;
-    const clashes = await this.deps.users.queryUsers(
-      {
-        clientId: scope.application.clientId,
-        provider: scope.provider,
-        predicate: { kind: 'compare', attribute: 'identifier', operator: 'eq', value: userName },
-      },
-      { after: null, limit: 2 },
-    );
-    if (clashes.some((user) => user.id !== exceptId)) {
-      throw new ScimError(
-        409,
-        'uniqueness',
-        `A user with userName "${userName}" exists (userName ignores case).`,
-      );
-    }
   }
 
   /** A change of one of the SCIM provider's users; another provider's user is not found here. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import { DuplicateError, MissingParentError } from '../errors.js';
+import { DuplicateError, MissingParentError, USER_NAME_INDEX } from '../errors.js';
 import type { UserFilter, UserPosition, UserRecord } from '../store.js';
 import {
   type ContractContext,
@@ -300,6 +300,164 @@ export function describeUsersContract(ctx: ContractContext): void {
       assert.equal(await ctx.store.users.deleteUser(identityOf(alice), alice.etag, []), false);
       assert.deepEqual(await ctx.store.users.findUser(identityOf(bob)), bob);
       assert.equal(await ctx.store.users.countUsers(usersOf('other')), 1);
+    });
+  });
+
+  describe('SCIM userNames: unique under the SCIM provider regardless of ASCII case', () => {
+    const SCIM = 'okta_scim';
+    const isUserNameClash = (error: unknown) =>
+      error instanceof DuplicateError && error.index === USER_NAME_INDEX;
+
+    beforeEach(async () => {
+      await ctx.store.applications.insertApplication(
+        applicationRecord('hr', { scimProvider: SCIM }),
+        [],
+      );
+      await ctx.store.applications.insertApplication(
+        applicationRecord('crm', { scimProvider: SCIM }),
+        [],
+      );
+    });
+
+    it('refuses a second user of the SCIM provider whose identifier differs only in case', async () => {
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'Bob'), []);
+      for (const identifier of ['bob', 'BOB', 'bOb']) {
+        await assert.rejects(
+          ctx.store.users.insertUser(userRecord('hr', SCIM, identifier), []),
+          isUserNameClash,
+          identifier,
+        );
+      }
+      // Non-ASCII letters are not folded; other providers and applications are apart.
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'Éva'), []);
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'éva'), []);
+      await ctx.store.users.insertUser(userRecord('hr', 'google_oauth2', 'bob'), []);
+      await ctx.store.users.insertUser(userRecord('hr', 'google_oauth2', 'BOB'), []);
+      await ctx.store.users.insertUser(userRecord('crm', SCIM, 'bob'), []);
+      const { users } = ctx.store;
+      assert.equal((await users.listUsers(usersOf('hr'), { after: null, limit: 10 })).length, 5);
+    });
+
+    it('refuses the same in a bulk insert, which then inserts nothing', async () => {
+      await assert.rejects(
+        ctx.store.users.insertUsers(
+          [userRecord('hr', SCIM, 'Ann'), userRecord('hr', SCIM, 'ANN')],
+          [],
+        ),
+        isUserNameClash,
+      );
+      assert.deepEqual(
+        await ctx.store.users.listUsers(usersOf('hr'), { after: null, limit: 10 }),
+        [],
+      );
+    });
+
+    it('refuses a rename onto another case of a taken userName, and frees the old one', async () => {
+      const bob = userRecord('hr', SCIM, 'Bob');
+      const carol = userRecord('hr', SCIM, 'carol');
+      await ctx.store.users.insertUser(bob, []);
+      await ctx.store.users.insertUser(carol, []);
+      await assert.rejects(
+        ctx.store.users.replaceUser({ ...carol, identifier: 'BOB', etag: 'c2' }, carol.etag, []),
+        isUserNameClash,
+      );
+      assert.equal(
+        await ctx.store.users.replaceUser(
+          { ...bob, identifier: 'robert', etag: 'b2' },
+          bob.etag,
+          [],
+        ),
+        true,
+      );
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'BOB'), []);
+      // Changing anything else keeps the key: a second 'ROBERT' is still refused.
+      const robert = { ...bob, identifier: 'robert', etag: 'b2' };
+      assert.equal(
+        await ctx.store.users.replaceUser({ ...robert, active: false, etag: 'b3' }, 'b2', []),
+        true,
+      );
+      await assert.rejects(
+        ctx.store.users.insertUser(userRecord('hr', SCIM, 'ROBERT'), []),
+        isUserNameClash,
+      );
+    });
+
+    it('moves the rule with the application’s SCIM provider, or refuses the move and changes nothing', async () => {
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'Bob'), []);
+      await ctx.store.users.insertUser(userRecord('hr', 'entra_scim', 'Dee'), []);
+      await ctx.store.users.insertUser(userRecord('hr', 'entra_scim', 'DEE'), []);
+      const hr = applicationRecord('hr', { scimProvider: SCIM });
+      const toEntra = { ...hr, scimProvider: 'entra_scim', etag: 'hr-2' };
+      await assert.rejects(
+        ctx.store.applications.replaceApplication(toEntra, hr.etag, []),
+        isUserNameClash,
+      );
+      assert.deepEqual(await ctx.store.applications.findApplication('hr'), hr);
+      assert.deepEqual(
+        (await ctx.store.users.findUserNameClashes('hr', 'entra_scim', 10)).map(
+          (user) => user.identifier,
+        ),
+        ['DEE', 'Dee'],
+      );
+      await assert.rejects(
+        ctx.store.users.insertUser(userRecord('hr', SCIM, 'bob'), []),
+        isUserNameClash,
+      );
+      // Once the clash is gone the move goes through: okta_scim's users are free, entra_scim's not.
+      const dee = (await ctx.store.users.findUser({
+        clientId: 'hr',
+        provider: 'entra_scim',
+        identifier: 'DEE',
+      }))!;
+      assert.equal(await ctx.store.users.deleteUser(dee, dee.etag, []), true);
+      assert.equal(await ctx.store.applications.replaceApplication(toEntra, hr.etag, []), true);
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'bob'), []);
+      await assert.rejects(
+        ctx.store.users.insertUser(userRecord('hr', 'entra_scim', 'dee'), []),
+        isUserNameClash,
+      );
+      // SCIM off: no provider is held to it.
+      const off = { ...toEntra, scimProvider: null, etag: 'hr-3' };
+      assert.equal(await ctx.store.applications.replaceApplication(off, 'hr-2', []), true);
+      await ctx.store.users.insertUser(userRecord('hr', 'entra_scim', 'dee'), []);
+    });
+
+    it('records the events of an application change that moves the rule, and none of a refused one', async () => {
+      const hr = applicationRecord('hr', { scimProvider: SCIM });
+      const event = {
+        type: 'application.updated',
+        occurredAt: T0,
+        actor: { type: 'system' as const, id: null },
+        clientId: 'hr',
+        resource: { type: 'application' as const, id: { client_id: 'hr' } },
+        changes: null,
+        requestId: null,
+      };
+      const before = await ctx.store.events.lastEventId();
+      const next = { ...hr, scimProvider: 'entra_scim', etag: 'hr-2' };
+      assert.equal(await ctx.store.applications.replaceApplication(next, hr.etag, [event]), true);
+      const events = await ctx.store.events.listEvents(
+        {
+          types: ['application.updated'],
+          clientId: 'hr',
+          actorId: null,
+          resourceType: null,
+          since: null,
+          until: null,
+          visibleClientIds: null,
+        },
+        { after: before, limit: 10 },
+      );
+      assert.equal(events.length, 1);
+      // A stale version moves nothing and records nothing.
+      assert.equal(
+        await ctx.store.applications.replaceApplication({ ...next, scimProvider: SCIM }, 'stale', [
+          event,
+        ]),
+        false,
+      );
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'x'), []);
+      await ctx.store.users.insertUser(userRecord('hr', SCIM, 'X'), []);
     });
   });
 }

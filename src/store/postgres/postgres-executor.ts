@@ -17,7 +17,12 @@ import pg from 'pg';
 import { ConditionFailedError } from '../errors.js';
 import { migrateToLatest, readAppliedMigrations, schemaStatusOf } from '../sql/migrate.js';
 import { EVENT_COLUMNS, type EventRow } from '../sql/rows.js';
-import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
+import {
+  type SqlExecutor,
+  type SqlFlavor,
+  type WriteOptions,
+  writeHappened,
+} from '../sql/sql-executor.js';
 import type { Tables } from '../sql/tables.js';
 import type { PoolStats, SchemaStatus } from '../store.js';
 import {
@@ -319,7 +324,7 @@ export class PostgresExecutor implements SqlExecutor {
         changes.push(changed);
       }
       const events = this.#recordEvents ? (options.events ?? []) : [];
-      if (events.length > 0 && changes.every((changed) => changed > 0)) {
+      if (events.length > 0 && writeHappened(changes, options)) {
         await this.#prepared(client, insertPendingEvents(events));
       }
       await client.query('commit');

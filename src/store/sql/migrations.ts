@@ -371,6 +371,27 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         await sql`alter table events_pending replica identity full`.execute(db);
       },
     },
+    '0012_scim_user_names': {
+      async up(db: Kysely<unknown>) {
+        // SCIM userNames are unique under the application's SCIM provider regardless of ASCII
+        // case, for every door and every instance: the database decides, through a unique index
+        // on the folded identifier of the users of that provider (NULL, which never clashes, for
+        // everyone else). Stores keep the column right on every write (sql-users.ts,
+        // sql-applications.ts). A database that already holds two such users cannot take the
+        // index: the upgrade stops here, before changing anything, and says which users.
+        await refuseUserNameClashes(db);
+        await db.schema.alterTable('users').addColumn('scim_user_name', key).execute();
+        await sql`update users set scim_user_name = identifier_folded where provider = (select scim_provider from applications where client_id = users.application)`.execute(
+          db,
+        );
+        await db.schema
+          .createIndex('users_scim_user_name')
+          .on('users')
+          .columns(['application', 'scim_user_name'])
+          .unique()
+          .execute();
+      },
+    },
     '0013_limit_counters': {
       async up(db: Kysely<unknown>) {
         // The failed-authentication limit and the rate limit, counted across the instances of
@@ -392,4 +413,46 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
       },
     },
   };
+}
+
+/** Users shown in an upgrade's refusal; the count says how many sets there are in all. */
+const CLASHES_SHOWN = 12;
+
+/**
+ * Stops migration 0012 when two users of an application's SCIM provider have identifiers that
+ * differ only in ASCII case (possible before it, when two requests raced past SCIM's lookup, or
+ * one came through the API): the message names them and says what to do.
+ */
+async function refuseUserNameClashes(db: Kysely<unknown>): Promise<void> {
+  const clashing = sql`from users u join applications a on a.client_id = u.application and a.scim_provider = u.provider`;
+  const { rows: sets } = await sql<{ sets: number | string }>`
+    select count(*) as sets from (select u.application ${clashing}
+    group by u.application, u.provider, u.identifier_folded having count(*) > 1) clashes`.execute(
+    db,
+  );
+  const count = Number(sets[0]?.sets ?? 0);
+  if (count === 0) return;
+  const { rows: users } = await sql<{
+    application: string;
+    provider: string;
+    identifier: string;
+    id: string;
+  }>`select u.application, u.provider, u.identifier, u.id ${clashing}
+    where exists (select 1 from users v where v.application = u.application
+      and v.provider = u.provider and v.identifier_folded = u.identifier_folded
+      and v.user_key <> u.user_key)
+    order by u.application, u.identifier_folded, u.user_key limit ${CLASHES_SHOWN}`.execute(db);
+  const shown = users
+    .map(
+      (user) =>
+        `${JSON.stringify(user.application)}/${user.provider}/${JSON.stringify(user.identifier.slice(0, 80))} (id ${user.id})`,
+    )
+    .join(', ');
+  throw new Error(
+    `${count} set(s) of users of an application's SCIM provider have identifiers that differ only ` +
+      `in ASCII case, which SCIM userNames may not (they ignore case): ${shown}` +
+      `${users.length < CLASHES_SHOWN ? '' : ', …'}. Nothing was changed. With the version ` +
+      `that wrote this database, rename (SCIM PATCH of userName) or delete all but one user of ` +
+      `each set, then start this version again (CHANGELOG.md, 0012_scim_user_names).`,
+  );
 }

@@ -73,7 +73,7 @@ export function toApplicationRow(record: ApplicationRecord): Insertable<Applicat
 /** The columns a UserRecord is read from. */
 export type UserRow = Omit<
   Selectable<UsersTable>,
-  'user_key' | 'email_normalized' | 'identifier_folded'
+  'user_key' | 'email_normalized' | 'identifier_folded' | 'scim_user_name'
 >;
 
 // Users mostly share a few sets of roles and scopes: a page of 100 users parsed the same

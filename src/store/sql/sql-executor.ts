@@ -25,6 +25,18 @@ export interface WriteOptions {
    * version moved on changed nothing, so it records nothing).
    */
   events?: readonly EventRow[];
+  /**
+   * The index of the statement that decides whether the write happened: the events are recorded
+   * when it changed a row, whatever the others changed. Unset: every statement must change one.
+   */
+  decisive?: number;
+}
+
+/** Whether a write's statements, having changed these many rows each, made it happen. */
+export function writeHappened(changes: readonly number[], options: WriteOptions): boolean {
+  return options.decisive === undefined
+    ? changes.every((changed) => changed > 0)
+    : (changes[options.decisive] ?? 0) > 0;
 }
 
 export interface SqlExecutor {

@@ -9,7 +9,7 @@ import type {
   UserRecord,
   UserRepository,
 } from '../store.js';
-import { type CompiledQuery, type Insertable, type Updateable, sql } from 'kysely';
+import { type CompiledQuery, type Insertable, type RawBuilder, type Updateable, sql } from 'kysely';
 import type { UserPredicate } from '../user-predicate.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
@@ -71,6 +71,35 @@ function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
   return Object.fromEntries(columns.map((column, index) => [column, arg(first + index)]));
 }
 
+/**
+ * A new user's scim_user_name: its folded identifier when its provider is its application's SCIM
+ * provider, else NULL (the unique index on it then never clashes). Read in the insert itself; on
+ * PostgreSQL the read locks the application's row as the foreign key check does, so a change of
+ * the application's SCIM provider, which takes the row FOR UPDATE first (sql-applications.ts),
+ * either waits for this insert to commit and then re-keys it, or comes first and is seen here.
+ */
+function scimUserNameOnInsert(
+  kind: 'sqlite' | 'postgres',
+  application: unknown,
+  provider: unknown,
+  folded: unknown,
+): RawBuilder<string | null> {
+  const lock = kind === 'postgres' ? sql` for key share` : sql``;
+  return sql<
+    string | null
+  >`case when ${provider} = (select scim_provider from applications where client_id = ${application}${lock}) then ${folded} end`;
+}
+
+/** A replaced user's scim_user_name: a rename keeps a SCIM user's key current; others have none. */
+function scimUserNameOnReplace(folded: unknown): RawBuilder<string | null> {
+  return sql<string | null>`case when scim_user_name is not null then ${folded} end`;
+}
+
+/** The slots of an inserted row's values that its scim_user_name is made of. */
+const SCIM_USER_NAME_SOURCES = (['application', 'provider', 'identifier_folded'] as const).map(
+  (column) => ROW_COLUMNS.indexOf(column),
+) as [number, number, number];
+
 export class SqlUserRepository implements UserRepository {
   readonly #findUser;
   readonly #findUserById;
@@ -101,18 +130,33 @@ export class SqlUserRepository implements UserRepository {
         .where('id', '=', arg<string>(1)),
     );
     this.#insertUser = precompile((arg) =>
-      sql.db
-        .insertInto('users')
-        .values(boundColumns(ROW_COLUMNS, arg) as unknown as Insertable<UsersTable>),
+      sql.db.insertInto('users').values(this.insertedRow(arg, 0)),
     );
     this.#replaceUser = precompile((arg) =>
       sql.db
         .updateTable('users')
-        .set(boundColumns(CHANGED_COLUMNS, arg) as Updateable<UsersTable>)
+        .set({
+          ...(boundColumns(CHANGED_COLUMNS, arg) as Updateable<UsersTable>),
+          scim_user_name: scimUserNameOnReplace(arg(CHANGED_COLUMNS.indexOf('identifier_folded'))),
+        } as unknown as Updateable<UsersTable>)
         .where('application', '=', arg<string>(CHANGED_COLUMNS.length))
         .where('id', '=', arg<string>(CHANGED_COLUMNS.length + 1))
         .where('etag', '=', arg<string>(CHANGED_COLUMNS.length + 2)),
     );
+  }
+
+  /** The values of one inserted row, bound from slot `first` on (ROW_COLUMNS' order). */
+  private insertedRow(arg: Parameter, first: number): Insertable<UsersTable> {
+    const [application, provider, folded] = SCIM_USER_NAME_SOURCES;
+    return {
+      ...boundColumns(ROW_COLUMNS, arg, first),
+      scim_user_name: scimUserNameOnInsert(
+        this.sql.kind,
+        arg(first + application),
+        arg(first + provider),
+        arg(first + folded),
+      ),
+    } as unknown as Insertable<UsersTable>;
   }
 
   async insertUser(user: UserRecord, events: readonly NewEvent[]): Promise<void> {
@@ -128,21 +172,25 @@ export class SqlUserRepository implements UserRepository {
     for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
       const rows = users.slice(start, start + ROWS_PER_INSERT).map(toUserRow);
       if (rows.length < ROWS_PER_INSERT) {
-        statements.push(this.sql.db.insertInto('users').values(rows).compile());
+        const values = rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]));
+        statements.push(
+          this.sql.db
+            .insertInto('users')
+            .values(
+              rows.map((_, index) =>
+                this.insertedRow((slot) => values[slot] as never, index * ROW_COLUMNS.length),
+              ),
+            )
+            .compile(),
+        );
         continue;
       }
       this.#insertFullChunk ??= precompile((arg) =>
         this.sql.db
           .insertInto('users')
           .values(
-            Array.from(
-              { length: ROWS_PER_INSERT },
-              (_, index) =>
-                boundColumns(
-                  ROW_COLUMNS,
-                  arg,
-                  index * ROW_COLUMNS.length,
-                ) as unknown as Insertable<UsersTable>,
+            Array.from({ length: ROWS_PER_INSERT }, (_, index) =>
+              this.insertedRow(arg, index * ROW_COLUMNS.length),
             ),
           ),
       );
@@ -280,6 +328,36 @@ export class SqlUserRepository implements UserRepository {
         .compile(),
     );
     return Number(row?.count ?? 0);
+  }
+
+  async findUserNameClashes(
+    clientId: string,
+    provider: string,
+    limit: number,
+  ): Promise<UserRecord[]> {
+    const { db } = this.sql;
+    const rows = await this.sql.select(
+      db
+        .selectFrom('users as u')
+        .select(USER_COLUMNS.map((column) => `u.${column}` as const))
+        .where('u.application', '=', clientId)
+        .where('u.provider', '=', provider)
+        .where(({ exists, selectFrom }) =>
+          exists(
+            selectFrom('users as v')
+              .select(sql`1`.as('one'))
+              .whereRef('v.application', '=', 'u.application')
+              .whereRef('v.provider', '=', 'u.provider')
+              .whereRef('v.identifier_folded', '=', 'u.identifier_folded')
+              .whereRef('v.user_key', '<>', 'u.user_key'),
+          ),
+        )
+        .orderBy('u.identifier_folded')
+        .orderBy('u.user_key')
+        .limit(limit)
+        .compile(),
+    );
+    return rows.map(toUserRecord);
   }
 
   async listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]> {

@@ -35,6 +35,11 @@ export interface UsersTable {
   external_id: string | null;
   /** The identifier with A–Z folded to a–z (case-insensitive userName lookups). */
   identifier_folded: string;
+  /**
+   * identifier_folded for users of the application's SCIM provider, NULL for the others: a
+   * unique index on (application, scim_user_name) keeps SCIM userNames apart ignoring case.
+   */
+  scim_user_name: string | null;
   id: string;
   created_at: number | string;
   updated_at: number | string;

@@ -1,6 +1,11 @@
 import type Database from 'better-sqlite3';
 import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
-import type { SqlExecutor, SqlFlavor, WriteOptions } from '../sql/sql-executor.js';
+import {
+  type SqlExecutor,
+  type SqlFlavor,
+  type WriteOptions,
+  writeHappened,
+} from '../sql/sql-executor.js';
 import { migrateToLatest, readAppliedMigrations, schemaStatusOf } from '../sql/migrate.js';
 import { EVENT_COLUMNS } from '../sql/rows.js';
 import type { Tables } from '../sql/tables.js';
@@ -105,7 +110,7 @@ export class SqliteExecutor implements SqlExecutor {
       events.length === 0
         ? undefined
         : (changed) => {
-            if (!changed.every((changes) => changes > 0)) return;
+            if (!writeHappened(changed, options)) return;
             const insert = this.#insertEvent;
             for (const event of events) insert.run(EVENT_COLUMNS.map((column) => event[column]));
             recorded = true;
