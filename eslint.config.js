@@ -18,6 +18,11 @@ const ROOT_PARTS = ['problems', 'config', ...COMPOSITION, ...ENTRY];
 const MODULE_KEEPS_OUT = [
   [FOLDERS_OF(['cli']), 'A module does not import the CLI.'],
   [
+    '^\\./[^/]+\\.routes\\.js$',
+    "A routes file is imported only for its register function; what a module's routes share has a file of its own (console-kit.ts, scim.paging.ts).",
+    { importNamePattern: '^(?!register)' },
+  ],
+  [
     FILES_OF(['config', ...COMPOSITION, ...ENTRY]),
     'A module is handed its services and settings by the composition (services.ts, app.ts); it never imports it, nor config.ts.',
   ],
@@ -121,7 +126,7 @@ function restrictImports({ files, ignores = [], keepOut, jose = false }) {
         'error',
         {
           paths: jose ? [] : [JOSE],
-          patterns: keepOut.map(([regex, message]) => ({ regex, message })),
+          patterns: keepOut.map(([regex, message, more]) => ({ regex, message, ...more })),
         },
       ],
     },

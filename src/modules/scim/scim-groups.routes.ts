@@ -11,7 +11,7 @@ import { groupChangesFrom, groupChangesFromPatch, toScimGroup } from './scim.gro
 import { baseUrl, sendScim } from './scim.http.js';
 import { readOperations } from './scim.patch.js';
 import { type Projection, project, readProjection } from './scim.projection.js';
-import { pagedResponse, readPaging } from './scim.routes.js';
+import { pagedResponse, readPaging } from './scim.paging.js';
 import {
   ListQuery,
   ProjectionQuery,
