@@ -7,6 +7,9 @@
 // delivery rate over the same window, the lag from a write's acknowledgement to its
 // delivery (p50, p99, max), the backlog when writing stops and how long it takes to drain.
 // Target: delivery rate >= change rate and the backlog drained within 2 s.
+//
+// Then, per store, one webhook whose receiver hangs among 50 healthy ones
+// (bench/webhook-isolation.ts). BENCH_WEBHOOK_SCENARIOS=stream,isolation chooses.
 
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,10 +19,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { buildServerCopy, repository, startServerProcess } from '../test/run-server.js';
+import { type IsolationFigures, reportIsolation, runIsolation } from './webhook-isolation.js';
 
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1_000);
 const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 10);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
+const SCENARIOS = (process.env.BENCH_WEBHOOK_SCENARIOS ?? 'stream,isolation').split(',');
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const WRITERS = 64;
 const KEY = `tsr_bench_${randomBytes(30).toString('base64url').slice(0, 40)}`;
@@ -146,28 +151,49 @@ async function runOnce(store: string, databaseUrl: string, main: string, dataDir
   }
 }
 
+/** Runs `work` on a fresh database of `store` (a SQLite file, or a PostgreSQL schema). */
+async function onFreshDatabase<T>(
+  store: string,
+  directory: string,
+  work: (databaseUrl: string) => Promise<T>,
+): Promise<T> {
+  if (store === 'sqlite') {
+    return work(`sqlite:${join(mkdtempSync(join(directory, 'db-')), 'tessera.db')}`);
+  }
+  const schema = `bench_webhooks_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  try {
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    return await work(url.toString());
+  } finally {
+    await admin.query(`drop schema ${schema} cascade`);
+    await admin.end();
+  }
+}
+
 async function main() {
   const build = buildServerCopy();
   const directory = mkdtempSync(join(tmpdir(), 'tessera-bench-webhooks-'));
   const results: Figures[] = [];
+  const isolation: IsolationFigures[] = [];
   try {
     for (const store of STORES) {
-      if (store === 'sqlite') {
-        const path = join(directory, 'tessera.db');
-        results.push(await runOnce(store, `sqlite:${path}`, build.main, directory));
-      } else {
-        const schema = `bench_webhooks_${process.pid}`;
-        const admin = new pg.Client({ connectionString: POSTGRES_URL });
-        await admin.connect();
-        await admin.query(`create schema ${schema}`);
-        try {
-          const url = new URL(POSTGRES_URL);
-          url.searchParams.set('options', `-c search_path=${schema}`);
-          results.push(await runOnce(store, url.toString(), build.main, directory));
-        } finally {
-          await admin.query(`drop schema ${schema} cascade`);
-          await admin.end();
-        }
+      if (SCENARIOS.includes('stream')) {
+        results.push(
+          await onFreshDatabase(store, directory, (url) =>
+            runOnce(store, url, build.main, directory),
+          ),
+        );
+      }
+      if (SCENARIOS.includes('isolation')) {
+        isolation.push(
+          await onFreshDatabase(store, directory, (url) =>
+            runIsolation(store, url, build.main, directory),
+          ),
+        );
       }
     }
   } finally {
@@ -186,6 +212,7 @@ async function main() {
         `${met ? 'MET' : 'NOT MET'}\n`,
     );
   }
+  if (isolation.length > 0) reportIsolation(isolation);
 }
 
 await main();

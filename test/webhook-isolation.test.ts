@@ -132,6 +132,8 @@ describe('webhooks whose receivers trickle, with a deadline far away', () => {
       receiver.closedTrickles > closedBefore ? true : undefined,
     );
     assert.equal(receiver.trickling, 0);
+    const metrics = await ctx.app.inject({ method: 'GET', url: '/metrics' });
+    assert.match(metrics.body, /tessera_webhook_deliveries_total\{outcome="cancelled"\} [1-9]/);
   });
 
   it('closes it when the webhook is disabled, and delivers that event once enabled', async () => {

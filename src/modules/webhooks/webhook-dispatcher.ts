@@ -184,10 +184,7 @@ export class WebhookDispatcher {
   /** Cancels the webhook's attempt in flight, if any, and closes its connections. */
   #cancel(id: string): void {
     const worker = this.#workers.get(id);
-    if (worker !== undefined && !worker.abort.signal.aborted) {
-      worker.abort.abort();
-      this.deps.onAttempt?.('cancelled');
-    }
+    if (worker !== undefined && !worker.abort.signal.aborted) worker.abort.abort();
     this.deps.sender.forget(id);
   }
 
@@ -370,7 +367,10 @@ export class WebhookDispatcher {
       }
       const outcome = await this.#attempt(webhook, event, signal);
       // Not the receiver's doing: nothing recorded, the event stays first in line.
-      if (outcome.cancelled === true) break;
+      if (outcome.cancelled === true) {
+        this.deps.onAttempt?.('cancelled');
+        break;
+      }
       const record = nextDeliveryRecord(webhook.id, event, previous, outcome, this.#clock.now());
       if (outcome.error === null) {
         this.deps.onAttempt?.('delivered');
