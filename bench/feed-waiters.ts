@@ -13,19 +13,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { buildServerCopy, startServerProcess } from '../test/run-server.js';
+import { onFreshDatabase, percentile } from './bench-kit.js';
 
 const WAITERS = Number(process.env.BENCH_FEED_WAITERS ?? 1_000);
 const SLICE_SECONDS = Number(process.env.BENCH_FEED_SLICE_SECONDS ?? 2);
 const PAIRS = Number(process.env.BENCH_FEED_PAIRS ?? 4);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const KEY = `tsr_bench_${randomBytes(30).toString('base64url').slice(0, 40)}`;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
-}
 
 /** CPU seconds (user + system) the process has used, from /proc. */
 function cpuSeconds(pid: number): number {
@@ -136,24 +131,11 @@ async function main() {
   const results = [];
   try {
     for (const store of STORES) {
-      if (store === 'sqlite') {
-        results.push(
-          await measure(store, `sqlite:${join(directory, 'tessera.db')}`, build.main, directory),
-        );
-        continue;
-      }
-      const schema = `bench_feed_${process.pid}`;
-      const admin = new pg.Client({ connectionString: POSTGRES_URL });
-      await admin.connect();
-      await admin.query(`create schema ${schema}`);
-      try {
-        const url = new URL(POSTGRES_URL);
-        url.searchParams.set('options', `-c search_path=${schema}`);
-        results.push(await measure(store, url.toString(), build.main, directory));
-      } finally {
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
-      }
+      results.push(
+        await onFreshDatabase(store, directory, (url) =>
+          measure(store, url, build.main, directory),
+        ),
+      );
     }
   } finally {
     build.remove();

@@ -3,7 +3,7 @@
 // One server process, 50 webhooks for user.created pointing at healthy paths of one receiver
 // process (bench/webhook-receiver.mjs, answering 204), and one more to a path of the same
 // receiver, so the same origin, that never answers. Writers create users at
-// BENCH_ISOLATION_RATE per second (default 40: 2,000 deliveries a second) in slices of
+// BENCH_ISOLATION_RATE per second (default 20: 1,000 deliveries a second) in slices of
 // BENCH_ISOLATION_SLICE_SECONDS (3 s), the hanging webhook enabled in every other slice and
 // disabled in the rest (disabling closes its attempt in flight), in pairs of alternating order
 // (BENCH_ISOLATION_PAIRS, 3), each slice drained before the next. Printed per store: the lag
@@ -12,12 +12,14 @@
 // without it.
 
 import { randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { join } from 'node:path';
-import { repository, startServerProcess } from '../test/run-server.js';
+import {
+  createUsersPaced,
+  percentile,
+  startDeliveringServer,
+  startWebhookReceiver,
+} from './bench-kit.js';
 
-const RATE = Number(process.env.BENCH_ISOLATION_RATE ?? 40);
+const RATE = Number(process.env.BENCH_ISOLATION_RATE ?? 20);
 const SLICE_SECONDS = Number(process.env.BENCH_ISOLATION_SLICE_SECONDS ?? 3);
 const PAIRS = Number(process.env.BENCH_ISOLATION_PAIRS ?? 3);
 const HEALTHY = 50;
@@ -34,25 +36,6 @@ export interface IsolationFigures {
   missing: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
-}
-
-/** The receiver; `arrivals` fills with "path identifier" → arrival (epoch ms). */
-async function startReceiver(arrivals: Map<string, number>) {
-  const child = spawn(process.execPath, [join(repository, 'bench/webhook-receiver.mjs')], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout });
-  const port = await new Promise<string>((resolve) => lines.once('line', resolve));
-  lines.on('line', (line) => {
-    const [identifier, at, path] = line.split(' ');
-    const key = `${path} ${identifier}`;
-    if (!arrivals.has(key)) arrivals.set(key, Number(at));
-  });
-  return { origin: `http://127.0.0.1:${port}`, close: () => child.kill('SIGTERM') };
-}
-
 export async function runIsolation(
   store: string,
   databaseUrl: string,
@@ -60,16 +43,11 @@ export async function runIsolation(
   dataDir: string,
 ): Promise<IsolationFigures> {
   const arrivals = new Map<string, number>();
-  const receiver = await startReceiver(arrivals);
-  const server = await startServerProcess(process.execPath, [main], {
-    DATABASE_URL: databaseUrl,
-    IAM_DATA_DIR: dataDir,
-    IAM_BOOTSTRAP_API_KEY: KEY,
-    IAM_RATE_LIMIT_PER_MINUTE: '0',
-    IAM_ALLOW_INSECURE_WEBHOOKS: 'true',
-    IAM_ACCESS_LOG: 'false',
-    LOG_LEVEL: 'error',
+  const receiver = await startWebhookReceiver((identifier, at, path) => {
+    const key = `${path} ${identifier}`;
+    if (!arrivals.has(key)) arrivals.set(key, at);
   });
+  const server = await startDeliveringServer(main, databaseUrl, dataDir, KEY);
   const headers = { authorization: `apikey ${KEY}`, 'content-type': 'application/json' };
   const api = `${server.baseUrl}/iam/api/v1`;
   const call = async (method: string, path: string, body: unknown) => {
@@ -111,39 +89,16 @@ export async function runIsolation(
     /** One slice: writes for SLICE_SECONDS, waits for every healthy delivery; the lags. */
     const slice = async (withHanging: boolean): Promise<number[]> => {
       await call('PATCH', `/webhooks/${hanging.id}`, { enabled: withHanging });
-      const acknowledged = new Map<string, number>();
-      const total = RATE * SLICE_SECONDS;
       const first = written;
-      written += total;
-      const started = Date.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: WRITERS }, async () => {
-          for (;;) {
-            const index = next++;
-            if (index >= total) return;
-            const due = started + (index * 1000) / RATE;
-            const wait = due - Date.now();
-            if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-            const identifier = `u${first + index}`;
-            const response = await fetch(`${api}/applications/bench/users`, {
-              method: 'POST',
-              headers,
-              body: JSON.stringify({
-                provider: 'bench_idp',
-                identifier,
-                name: identifier,
-                email: `${identifier}@example.com`,
-                locale: 'en',
-                roles: [],
-                scopes: [],
-              }),
-            });
-            await response.arrayBuffer();
-            if (response.status === 201) acknowledged.set(identifier, Date.now());
-          }
-        }),
-      );
+      written += RATE * SLICE_SECONDS;
+      const { acknowledged } = await createUsersPaced({
+        api,
+        headers,
+        rate: RATE,
+        total: RATE * SLICE_SECONDS,
+        writers: WRITERS,
+        first,
+      });
       const expected = [...acknowledged.keys()].flatMap((identifier) =>
         paths.map((path) => `${path} ${identifier}`),
       );

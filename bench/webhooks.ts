@@ -13,19 +13,22 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { buildServerCopy, repository, startServerProcess } from '../test/run-server.js';
+import { buildServerCopy } from '../test/run-server.js';
+import {
+  createUsersPaced,
+  onFreshDatabase,
+  percentile,
+  startDeliveringServer,
+  startWebhookReceiver,
+} from './bench-kit.js';
 import { type IsolationFigures, reportIsolation, runIsolation } from './webhook-isolation.js';
 
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1_000);
 const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 10);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 const SCENARIOS = (process.env.BENCH_WEBHOOK_SCENARIOS ?? 'stream,isolation').split(',');
-const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const WRITERS = 64;
 const KEY = `tsr_bench_${randomBytes(30).toString('base64url').slice(0, 40)}`;
 
@@ -41,45 +44,18 @@ interface Figures {
   missing: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
-}
-
-/** Starts bench/webhook-receiver.mjs; `arrivals` fills with identifier → arrival (epoch ms). */
-async function startReceiver(arrivals: Map<string, number>) {
-  const child = spawn(process.execPath, [join(repository, 'bench/webhook-receiver.mjs')], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout });
-  const port = await new Promise<string>((resolve) => lines.once('line', resolve));
-  lines.on('line', (line) => {
-    const [identifier, at] = line.split(' ');
-    if (identifier !== undefined && !arrivals.has(identifier)) arrivals.set(identifier, Number(at));
-  });
-  return {
-    url: `http://127.0.0.1:${port}/hook`,
-    close: () => child.kill('SIGTERM'),
-  };
-}
-
 async function runOnce(store: string, databaseUrl: string, main: string, dataDir: string) {
   const arrivals = new Map<string, number>();
-  const receiver = await startReceiver(arrivals);
-  const server = await startServerProcess(process.execPath, [main], {
-    DATABASE_URL: databaseUrl,
-    IAM_DATA_DIR: dataDir,
-    IAM_BOOTSTRAP_API_KEY: KEY,
-    IAM_RATE_LIMIT_PER_MINUTE: '0',
-    IAM_ALLOW_INSECURE_WEBHOOKS: 'true',
-    IAM_ACCESS_LOG: 'false',
-    LOG_LEVEL: 'warn',
+  const receiver = await startWebhookReceiver((identifier, at) => {
+    if (!arrivals.has(identifier)) arrivals.set(identifier, at);
   });
+  const server = await startDeliveringServer(main, databaseUrl, dataDir, KEY);
   const headers = { authorization: `apikey ${KEY}`, 'content-type': 'application/json' };
   const api = `${server.baseUrl}/iam/api/v1`;
   try {
     const setup = [
       ['/applications', { client_id: 'bench', display_name: 'Bench', description: '' }],
-      ['/webhooks', { url: receiver.url, event_types: ['user.created'] }],
+      ['/webhooks', { url: `${receiver.origin}/hook`, event_types: ['user.created'] }],
     ] as const;
     for (const [path, body] of setup) {
       const response = await fetch(`${api}${path}`, {
@@ -89,38 +65,13 @@ async function runOnce(store: string, databaseUrl: string, main: string, dataDir
       });
       if (response.status !== 201) throw new Error(`${path}: ${response.status}`);
     }
-    const acknowledged = new Map<string, number>();
-    const total = RATE * SECONDS;
-    const started = Date.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: WRITERS }, async () => {
-        for (;;) {
-          const index = next++;
-          if (index >= total) return;
-          // Paced: write n is sent no earlier than n / RATE seconds after the start.
-          const due = started + (index * 1000) / RATE;
-          const wait = due - Date.now();
-          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-          const identifier = `u${index}`;
-          const response = await fetch(`${api}/applications/bench/users`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify({
-              provider: 'bench_idp',
-              identifier,
-              name: identifier,
-              email: `${identifier}@example.com`,
-              locale: 'en',
-              roles: [],
-              scopes: [],
-            }),
-          });
-          await response.arrayBuffer();
-          if (response.status === 201) acknowledged.set(identifier, Date.now());
-        }
-      }),
-    );
+    const { acknowledged, started } = await createUsersPaced({
+      api,
+      headers,
+      rate: RATE,
+      total: RATE * SECONDS,
+      writers: WRITERS,
+    });
     const stopped = Date.now();
     const deliveredAtStop = arrivals.size;
     const deadline = stopped + 60_000;
@@ -151,29 +102,6 @@ async function runOnce(store: string, databaseUrl: string, main: string, dataDir
   }
 }
 
-/** Runs `work` on a fresh database of `store` (a SQLite file, or a PostgreSQL schema). */
-async function onFreshDatabase<T>(
-  store: string,
-  directory: string,
-  work: (databaseUrl: string) => Promise<T>,
-): Promise<T> {
-  if (store === 'sqlite') {
-    return work(`sqlite:${join(mkdtempSync(join(directory, 'db-')), 'tessera.db')}`);
-  }
-  const schema = `bench_webhooks_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  try {
-    const url = new URL(POSTGRES_URL);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    return await work(url.toString());
-  } finally {
-    await admin.query(`drop schema ${schema} cascade`);
-    await admin.end();
-  }
-}
-
 async function main() {
   const build = buildServerCopy();
   const directory = mkdtempSync(join(tmpdir(), 'tessera-bench-webhooks-'));
@@ -200,17 +128,19 @@ async function main() {
     build.remove();
     rmSync(directory, { recursive: true, force: true });
   }
-  process.stdout.write(
-    `webhook delivery at ${RATE} changes/s for ${SECONDS} s (target: delivery rate >= change rate, backlog drained within 2 s)\n`,
-  );
-  for (const f of results) {
-    const met = f.deliveryRate >= f.changeRate * 0.98 && f.drainMs <= 2000 && f.missing === 0;
+  if (results.length > 0) {
     process.stdout.write(
-      `${f.store.padEnd(9)} changes ${f.changeRate}/s, delivered ${f.deliveryRate}/s, ` +
-        `lag p50 ${f.lagP50} ms p99 ${f.lagP99} ms max ${f.lagMax} ms, ` +
-        `backlog at stop ${f.backlogAtStop}, drained in ${f.drainMs} ms, missing ${f.missing} ` +
-        `${met ? 'MET' : 'NOT MET'}\n`,
+      `webhook delivery at ${RATE} changes/s for ${SECONDS} s (target: delivery rate >= change rate, backlog drained within 2 s)\n`,
     );
+    for (const f of results) {
+      const met = f.deliveryRate >= f.changeRate * 0.98 && f.drainMs <= 2000 && f.missing === 0;
+      process.stdout.write(
+        `${f.store.padEnd(9)} changes ${f.changeRate}/s, delivered ${f.deliveryRate}/s, ` +
+          `lag p50 ${f.lagP50} ms p99 ${f.lagP99} ms max ${f.lagMax} ms, ` +
+          `backlog at stop ${f.backlogAtStop}, drained in ${f.drainMs} ms, missing ${f.missing} ` +
+          `${met ? 'MET' : 'NOT MET'}\n`,
+      );
+    }
   }
   if (isolation.length > 0) reportIsolation(isolation);
 }

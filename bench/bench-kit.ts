@@ -1,0 +1,123 @@
+// What several benchmarks share: a percentile, a fresh database per run, and the webhook
+// receiver process (bench/webhook-receiver.mjs).
+
+import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
+
+export const POSTGRES_URL =
+  process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** The value at percentile `p` of ascending `sorted` values (0 when there are none). */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
+}
+
+/** Runs `work` on a fresh database of `store`: a SQLite file, or a PostgreSQL schema dropped after. */
+export async function onFreshDatabase<T>(
+  store: string,
+  directory: string,
+  work: (databaseUrl: string) => Promise<T>,
+): Promise<T> {
+  if (store === 'sqlite') {
+    return work(`sqlite:${join(mkdtempSync(join(directory, 'db-')), 'tessera.db')}`);
+  }
+  const schema = `bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  try {
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    return await work(url.toString());
+  } finally {
+    await admin.query(`drop schema ${schema} cascade`);
+    await admin.end();
+  }
+}
+
+/**
+ * Starts bench/webhook-receiver.mjs in a process of its own; `arrived` is told of each
+ * delivery (the user's identifier, the arrival in epoch ms, the path it was sent to).
+ */
+export async function startWebhookReceiver(
+  arrived: (identifier: string, at: number, path: string) => void,
+): Promise<{ origin: string; close: () => void }> {
+  const child = spawn(process.execPath, [join(repository, 'bench/webhook-receiver.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const port = await new Promise<string>((resolve) => lines.once('line', resolve));
+  lines.on('line', (line) => {
+    const [identifier, at, path] = line.split(' ');
+    if (identifier !== undefined) arrived(identifier, Number(at), path ?? '');
+  });
+  return { origin: `http://127.0.0.1:${port}`, close: () => child.kill('SIGTERM') };
+}
+
+/**
+ * Creates `total` users of the application `bench`, named u<first>…, through `writers`
+ * concurrent writers paced at `rate` per second (user n is sent no earlier than n / rate
+ * seconds after the start). Resolves with each acknowledged user's acknowledgement time.
+ */
+export async function createUsersPaced(options: {
+  api: string;
+  headers: Record<string, string>;
+  rate: number;
+  total: number;
+  writers: number;
+  first?: number;
+}): Promise<{ acknowledged: Map<string, number>; started: number }> {
+  const acknowledged = new Map<string, number>();
+  const started = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: options.writers }, async () => {
+      for (;;) {
+        const index = next++;
+        if (index >= options.total) return;
+        const wait = started + (index * 1000) / options.rate - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        const identifier = `u${(options.first ?? 0) + index}`;
+        const response = await fetch(`${options.api}/applications/bench/users`, {
+          method: 'POST',
+          headers: options.headers,
+          body: JSON.stringify({
+            provider: 'bench_idp',
+            identifier,
+            name: identifier,
+            email: `${identifier}@example.com`,
+            locale: 'en',
+            roles: [],
+            scopes: [],
+          }),
+        });
+        await response.arrayBuffer();
+        if (response.status === 201) acknowledged.set(identifier, Date.now());
+      }
+    }),
+  );
+  return { acknowledged, started };
+}
+
+/** The built server as its own process, delivering to loopback receivers, quiet but for errors. */
+export function startDeliveringServer(
+  main: string,
+  databaseUrl: string,
+  dataDir: string,
+  bootstrapKey: string,
+): Promise<ServerProcess> {
+  return startServerProcess(process.execPath, [main], {
+    DATABASE_URL: databaseUrl,
+    IAM_DATA_DIR: dataDir,
+    IAM_BOOTSTRAP_API_KEY: bootstrapKey,
+    IAM_RATE_LIMIT_PER_MINUTE: '0',
+    IAM_ALLOW_INSECURE_WEBHOOKS: 'true',
+    IAM_ACCESS_LOG: 'false',
+    LOG_LEVEL: 'warn',
+  });
+}
