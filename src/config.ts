@@ -102,6 +102,12 @@ const Environment = Type.Object({
       description: '32 bytes in base64 (openssl rand -base64 32)',
     }),
   ),
+  IAM_SECRET_KEY_PREVIOUS: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}$',
+      description: '32 bytes in base64, the IAM_SECRET_KEY before the current one',
+    }),
+  ),
   IAM_EVENT_RETENTION_DAYS: Type.Optional(
     Type.String({
       pattern: '^[1-9][0-9]{0,4}$',
@@ -203,6 +209,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       /** IAM_SECRET_KEY: seals private signing keys at rest (AES-256-GCM); null: kept in clear. */
       secretKey:
         vars.IAM_SECRET_KEY === undefined ? null : Buffer.from(vars.IAM_SECRET_KEY, 'base64'),
+      /** IAM_SECRET_KEY_PREVIOUS: opens what the key before IAM_SECRET_KEY sealed; null: none. */
+      previousSecretKey: previousSecretKey(vars),
     },
     webhooks: {
       /** IAM_ALLOW_INSECURE_WEBHOOKS: deliveries may go to http: and private addresses. */
@@ -228,6 +236,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       absoluteTimeoutMs: Number(vars.IAM_CONSOLE_SESSION_LIFETIME_SECONDS ?? 28_800) * 1000,
     },
   };
+}
+
+/** IAM_SECRET_KEY_PREVIOUS, which only makes sense beside a different IAM_SECRET_KEY. */
+function previousSecretKey(vars: Environment): Buffer | null {
+  if (vars.IAM_SECRET_KEY_PREVIOUS === undefined) return null;
+  const previous = Buffer.from(vars.IAM_SECRET_KEY_PREVIOUS, 'base64');
+  if (vars.IAM_SECRET_KEY === undefined) {
+    throw new ConfigError(
+      'invalid configuration: IAM_SECRET_KEY_PREVIOUS is set but IAM_SECRET_KEY is not; set IAM_SECRET_KEY to the new key',
+    );
+  }
+  if (previous.equals(Buffer.from(vars.IAM_SECRET_KEY, 'base64'))) {
+    throw new ConfigError(
+      'invalid configuration: IAM_SECRET_KEY_PREVIOUS is the same key as IAM_SECRET_KEY; it must be the key before it',
+    );
+  }
+  return previous;
 }
 
 const DURATION_UNITS_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

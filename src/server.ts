@@ -15,6 +15,7 @@ import { openRateLimitRedis, waitForRedis } from './http/rate-limit.js';
 import { BootstrapKeyRefusedError } from './modules/api-keys/api-keys.service.js';
 import { SealedKeyError } from './modules/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
+import type { SealedSecrets } from './modules/secret-key/secret-key.service.js';
 import { createMetrics, registerBackupMetrics } from './http/metrics.js';
 import { createServices } from './services.js';
 import { openStore } from './store/open-store.js';
@@ -92,6 +93,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     outbound: { webhooks: clusterSettings.webhooks, jwks: clusterSettings.jwks },
   });
   warnAboutConfiguration(config, logger);
+  await prepareSecrets(services.secrets, logger);
   await prepareSigningKeys(services.signingKeys, logger);
   await prepareAccess({
     apiKeys: services.apiKeys,
@@ -227,6 +229,33 @@ export function warnAboutConfiguration(config: Config, logger: pino.Logger): voi
   if (config.tokens.secretKey === null) {
     logger.warn(
       'IAM_SECRET_KEY is not set: private signing keys are stored in clear in the database; set it (openssl rand -base64 32) to encrypt them',
+    );
+  }
+}
+
+/**
+ * Every sealed secret must be sealed with IAM_SECRET_KEY or IAM_SECRET_KEY_PREVIOUS (else
+ * start-up stops with one line naming it), and the operator learns where a rotation stands.
+ */
+async function prepareSecrets(secrets: SealedSecrets, logger: pino.Logger): Promise<void> {
+  await secrets.assertEverySecretOpens().catch((error: unknown) => {
+    throw error instanceof SealedKeyError ? new ConfigError(error.message) : error;
+  });
+  const inventory = await secrets.inventory();
+  if (inventory.previousKeyId === null) return;
+  if (inventory.sealedWithPrevious > 0) {
+    logger.info(
+      {
+        sealedWithPrevious: inventory.sealedWithPrevious,
+        keyId: inventory.currentKeyId,
+        previousKeyId: inventory.previousKeyId,
+      },
+      'secrets are sealed with IAM_SECRET_KEY_PREVIOUS: once every instance has the new IAM_SECRET_KEY, run tessera secret-key reseal',
+    );
+  } else {
+    logger.warn(
+      { previousKeyId: inventory.previousKeyId },
+      'IAM_SECRET_KEY_PREVIOUS seals nothing any more: remove it at the next restart',
     );
   }
 }

@@ -14,6 +14,7 @@ import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
 import { ExternalTokenVerifier } from './modules/tokens/external-tokens.js';
+import { SealedSecrets } from './modules/secret-key/secret-key.service.js';
 import { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import { TokenExchange } from './modules/tokens/token-exchange.service.js';
 import { DEFAULT_TOKEN_SETTINGS, type TokenSettings } from './modules/tokens/token-settings.js';
@@ -34,6 +35,8 @@ export interface Services {
   users: UsersService;
   apiKeys: ApiKeysService;
   signingKeys: SigningKeys;
+  /** IAM_SECRET_KEY and the secrets sealed with it; re-sealing after a rotation. */
+  secrets: SealedSecrets;
   accessTokens: AccessTokens;
   tokenExchange: TokenExchange;
   scim: ScimService;
@@ -83,12 +86,13 @@ export function createServices(deps: {
   );
   const users = new UsersService({ store, clock });
   const applications = new ApplicationsService({ store, clock });
-  const signingKeys = new SigningKeys({
+  const secrets = new SealedSecrets({
     store,
     clock,
-    algorithm: tokens.algorithm,
     secretKey: tokens.secretKey ?? null,
+    previousSecretKey: tokens.previousSecretKey ?? null,
   });
+  const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm, secrets });
   const accessTokens = new AccessTokens({
     applications,
     users,
@@ -110,7 +114,7 @@ export function createServices(deps: {
     store,
     clock,
     policy: webhookPolicy,
-    secretKey: tokens.secretKey ?? null,
+    secrets,
     onChange: () => dispatcher.reconsider(),
   });
   const dispatcher = new WebhookDispatcher({
@@ -134,6 +138,7 @@ export function createServices(deps: {
     users,
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
     signingKeys,
+    secrets,
     accessTokens,
     tokenExchange: new TokenExchange({ applications, verifier, accessTokens, users }),
     scim: new ScimService({ store, applications, users }),

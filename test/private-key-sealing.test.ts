@@ -14,6 +14,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { PrivateKeySealer, SealedKeyError, isSealed } from '../src/modules/private-key-sealing.js';
+import { SealedSecrets } from '../src/modules/secret-key/secret-key.service.js';
 import { SigningKeys } from '../src/modules/tokens/signing-keys.service.js';
 import { warnAboutConfiguration } from '../src/server.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
@@ -25,11 +26,12 @@ const KEY_A = Buffer.alloc(32, 0xa1);
 const KEY_B = Buffer.alloc(32, 0xb2);
 
 function signingKeys(store: Store, secretKey: Buffer | null) {
+  const clock = new TestClock(Date.now());
   return new SigningKeys({
     store,
-    clock: new TestClock(Date.now()),
+    clock,
     algorithm: 'ES256',
-    secretKey,
+    secrets: new SealedSecrets({ store, clock, secretKey }),
   });
 }
 

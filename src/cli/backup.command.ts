@@ -3,7 +3,7 @@
 
 import type { Command } from 'commander';
 import { packageVersion } from '../server.js';
-import { backupSqliteDatabase } from '../store/sqlite/sqlite-backup.js';
+import { backupInWorker } from '../store/sqlite/sqlite-backup.js';
 import { sqliteMigrations } from '../store/sqlite/sqlite-migrations.js';
 import { restoreSqliteDatabase } from '../store/sqlite/sqlite-restore.js';
 import type { CliContext } from './context.js';
@@ -23,11 +23,13 @@ export function registerBackupCommands(program: Command, cli: CliContext): void 
     )
     .action(async (options: { output: string; json?: boolean }) => {
       const source = sqlitePath(cli, 'backup');
-      const summary = await backupSqliteDatabase({
+      // In a worker thread at the lowest priority, as the service's own backups: the copy and
+      // its check yield the processor to the server they share the machine with.
+      const summary = await backupInWorker({
         source,
         output: options.output,
         tesseraVersion: packageVersion(),
-      });
+      }).done;
       const { record } = summary;
       if (options.json === true) {
         cli.printJson({

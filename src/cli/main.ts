@@ -18,6 +18,7 @@ import { registerBackupCommands } from './backup.command.js';
 import { registerEventsCommands } from './events.command.js';
 import { registerKeysCommands } from './keys.command.js';
 import { registerMigrateCommands } from './migrate.command.js';
+import { registerSecretKeyCommands } from './secret-key.command.js';
 import { registerSigningKeysCommands } from './signing-keys.command.js';
 
 export type { CliIo } from './context.js';
@@ -29,6 +30,7 @@ const COMMANDS: ((program: Command, cli: CliContext) => void)[] = [
   registerBackupCommands,
   registerKeysCommands,
   registerSigningKeysCommands,
+  registerSecretKeyCommands,
   registerEventsCommands,
   registerClusterSettingsCommands,
 ];

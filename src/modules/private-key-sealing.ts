@@ -20,6 +20,12 @@ export function isSealed(stored: string): boolean {
   return stored.startsWith(PREFIX);
 }
 
+/** Which secret key sealed a stored text (its key id), or null when it is stored in clear. */
+export function sealedKeyId(stored: string): string | null {
+  if (!isSealed(stored)) return null;
+  return stored.slice(PREFIX.length, PREFIX.length + 16);
+}
+
 export class PrivateKeySealer {
   /** Which secret key this is, safe to log and store: it reveals nothing of the key. */
   readonly keyId: string;
@@ -88,6 +94,6 @@ export function openPrivateKey(
 /** The database holds sealed keys, and IAM_SECRET_KEY is not set. */
 export function missingSecretKey(): SealedKeyError {
   return new SealedKeyError(
-    'the signing keys in the database are encrypted: set IAM_SECRET_KEY to the key they were encrypted with',
+    'the signing keys and webhook secrets in the database are encrypted: set IAM_SECRET_KEY to the key they were encrypted with',
   );
 }

@@ -17,7 +17,8 @@ export interface EventChange {
   after: unknown;
 }
 
-export type EventResourceType = 'application' | 'user' | 'api_key' | 'signing_key' | 'webhook';
+export type EventResourceType =
+  'application' | 'user' | 'api_key' | 'signing_key' | 'webhook' | 'secret_key';
 
 /**
  * An event to record with a write: every write method takes the events of its change and

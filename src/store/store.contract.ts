@@ -12,6 +12,7 @@ import { describeLifecycleContract } from './contract/lifecycle.js';
 import { describeLimitCountersContract } from './contract/limit-counters.js';
 import { describeSettingsContract } from './contract/settings.js';
 import { describeSigningKeysContract } from './contract/signing-keys.js';
+import { describeStoredSecretsContract } from './contract/stored-secrets.js';
 import { describeUserQueriesContract } from './contract/user-queries.js';
 import { describeUsersContract } from './contract/users.js';
 import { describeWebhooksContract } from './contract/webhooks.js';
@@ -38,6 +39,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeSettingsContract(ctx);
     describeLimitCountersContract(ctx);
     describeSigningKeysContract(ctx);
+    describeStoredSecretsContract(ctx);
     describeWebhooksContract(ctx);
     describeEventsContract(ctx);
     describeConsoleSessionsContract(ctx);

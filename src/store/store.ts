@@ -406,6 +406,32 @@ export interface SigningKeyRepository {
   replacePrivateKey(kid: string, expected: string, next: string): Promise<boolean>;
 }
 
+/**
+ * A secret as stored: text sealed with IAM_SECRET_KEY (or the key before it), or in clear.
+ * Never logged, never given out.
+ */
+export interface StoredSecret {
+  /** A signing key's private key, a webhook's secret, or a webhook's rotated-out secret. */
+  kind: 'signing_key' | 'webhook_secret' | 'webhook_previous_secret';
+  /** The signing key's kid, or the webhook's id. */
+  id: string;
+  stored: string;
+}
+
+/** Every secret sealed at rest, across the tables that hold them: what a re-seal works on. */
+export interface StoredSecretRepository {
+  /** Every private signing key, webhook secret and rotated-out webhook secret still stored. */
+  listStoredSecrets(): Promise<StoredSecret[]>;
+  /**
+   * Replaces each secret's stored text with `next`, all in one transaction with `events`, only
+   * when every one is still as listed; false, and nothing written, when any changed or is gone.
+   */
+  replaceStoredSecrets(
+    replacements: readonly { secret: StoredSecret; next: string }[],
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
+}
+
 /** A signed-in session of the admin console. */
 export interface ConsoleSessionRecord {
   /** Hex SHA-256 of the session id the browser's cookie carries; the id itself is never stored. */
@@ -444,6 +470,8 @@ export interface Store {
   /** Counters of the limits shared by instances (failed authentications, requests per key). */
   readonly limits: LimitCounterRepository;
   readonly signingKeys: SigningKeyRepository;
+  /** The secrets sealed with IAM_SECRET_KEY, across signing keys and webhooks. */
+  readonly storedSecrets: StoredSecretRepository;
   /** Webhooks, their delivery state and log (webhook-records.ts). */
   readonly webhooks: WebhookRepository;
   readonly consoleSessions: ConsoleSessionRepository;

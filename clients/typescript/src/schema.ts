@@ -879,7 +879,7 @@ export interface components {
             client_id: string | null;
             resource: {
                 /** @enum {string} */
-                type: "application" | "user" | "api_key" | "signing_key" | "webhook";
+                type: "application" | "user" | "api_key" | "signing_key" | "webhook" | "secret_key";
                 /** @description Its identifying members. */
                 id: {
                     [key: string]: unknown;
@@ -5004,7 +5004,7 @@ export interface operations {
                  */
                 client_id?: string;
                 actor_id?: string;
-                resource_type?: "application" | "user" | "api_key" | "signing_key" | "webhook";
+                resource_type?: "application" | "user" | "api_key" | "signing_key" | "webhook" | "secret_key";
                 /** @description Events that occurred at or after this time. */
                 since?: string;
                 /** @description Events that occurred before this time. */

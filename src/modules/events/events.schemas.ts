@@ -12,7 +12,14 @@ import { RULE_KEYWORD } from '../../http/validation.js';
 import type { EventRecord } from '../../store/store.js';
 
 export const ACTOR_TYPES = ['api_key', 'token_exchange', 'scim', 'cli', 'system'] as const;
-export const RESOURCE_TYPES = ['application', 'user', 'api_key', 'signing_key', 'webhook'] as const;
+export const RESOURCE_TYPES = [
+  'application',
+  'user',
+  'api_key',
+  'signing_key',
+  'webhook',
+  'secret_key',
+] as const;
 
 /** The longest `wait` of a long poll, in seconds. */
 export const MAX_WAIT_SECONDS = 30;

@@ -19,12 +19,8 @@ import type { Clock } from '../../clock.js';
 import { problem } from '../../problems.js';
 import { DuplicateError } from '../../store/errors.js';
 import type { SigningKeyRecord, Store } from '../../store/store.js';
-import {
-  PrivateKeySealer,
-  isSealed,
-  missingSecretKey,
-  openPrivateKey,
-} from '../private-key-sealing.js';
+import { SealedSecrets, signingKeyContext } from '../secret-key/secret-key.service.js';
+import { isSealed, missingSecretKey } from '../private-key-sealing.js';
 
 export const SIGNING_ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
@@ -137,21 +133,19 @@ export class SigningKeys {
   #cache: { keys: SigningKeyRecord[]; loadedAt: number } | null = null;
   #loading: Promise<SigningKeyRecord[]> | null = null;
   readonly #signers = new Map<string, Signer>();
-  readonly #sealer: PrivateKeySealer | null;
+  readonly #secrets: SealedSecrets;
 
   constructor(
     private readonly deps: {
       store: Store;
       clock: Clock;
       algorithm: SigningAlgorithm;
-      /** IAM_SECRET_KEY: private keys are sealed with it at rest; null: stored in clear. */
-      secretKey?: Buffer | null;
+      /** Seals private keys at rest (IAM_SECRET_KEY); without it, they are stored in clear. */
+      secrets?: SealedSecrets;
     },
   ) {
-    this.#sealer =
-      deps.secretKey === undefined || deps.secretKey === null
-        ? null
-        : new PrivateKeySealer(deps.secretKey);
+    this.#secrets =
+      deps.secrets ?? new SealedSecrets({ store: deps.store, clock: deps.clock, secretKey: null });
   }
 
   /**
@@ -163,13 +157,13 @@ export class SigningKeys {
     let sealed = 0;
     let inClear = 0;
     for (const key of await this.#load(true)) {
-      openPrivateKey(key.privateKey, key.kid, this.#sealer);
+      this.#secrets.open(key.privateKey, signingKeyContext(key.kid));
       if (isSealed(key.privateKey)) continue;
-      if (this.#sealer === null) {
+      if (!this.#secrets.sealing) {
         inClear++;
         continue;
       }
-      const next = this.#sealer.seal(key.privateKey, key.kid);
+      const next = await this.#secrets.seal(key.privateKey, signingKeyContext(key.kid));
       // Conditional: of instances starting together, one seals each key.
       if (await this.deps.store.signingKeys.replacePrivateKey(key.kid, key.privateKey, next)) {
         sealed++;
@@ -309,12 +303,12 @@ export class SigningKeys {
   ): Promise<SigningKeyRecord | null> {
     // A key added in clear beside sealed ones would undo IAM_SECRET_KEY for every token it signs.
     const stored = await this.#load(false);
-    if (this.#sealer === null && stored.some((key) => isSealed(key.privateKey))) {
+    if (!this.#secrets.sealing && stored.some((key) => isSealed(key.privateKey))) {
       throw missingSecretKey();
     }
     for (let attempt = 0; ; attempt++) {
       const now = this.deps.clock.now();
-      const record = await generateSigningKey(this.deps.algorithm, this.#sealer, {
+      const record = await generateSigningKey(this.deps.algorithm, this.#secrets, {
         generation: (latest?.generation ?? 0) + 1,
         createdAt: now,
         activatesAt: options.immediately ? now : now + ACTIVATION_DELAY_MS,
@@ -340,7 +334,9 @@ export class SigningKeys {
   #signer(record: SigningKeyRecord): Signer {
     let signer = this.#signers.get(record.kid);
     if (signer === undefined) {
-      const jwk = JSON.parse(openPrivateKey(record.privateKey, record.kid, this.#sealer)) as JWK;
+      const jwk = JSON.parse(
+        this.#secrets.open(record.privateKey, signingKeyContext(record.kid)),
+      ) as JWK;
       const key = createPrivateKey({ key: jwk, format: 'jwk' });
       const header = { alg: record.algorithm, typ: 'at+jwt', kid: record.kid };
       signer = {
@@ -380,7 +376,7 @@ function compactSigner(
 
 async function generateSigningKey(
   algorithm: SigningAlgorithm,
-  sealer: PrivateKeySealer | null,
+  secrets: SealedSecrets,
   times: { generation: number; createdAt: number; activatesAt: number },
 ): Promise<SigningKeyRecord> {
   const { publicKey, privateKey } = await generateKeyPair(algorithm, {
@@ -395,7 +391,7 @@ async function generateSigningKey(
     kid,
     algorithm,
     publicJwk: { ...(await exportJWK(publicKey)) },
-    privateKey: sealer === null ? privateJwk : sealer.seal(privateJwk, kid),
+    privateKey: await secrets.seal(privateJwk, signingKeyContext(kid)),
     ...times,
     revokedAt: null,
   };

@@ -10,6 +10,8 @@ export interface TokenSettings {
   allowInsecureJwks: boolean;
   /** IAM_SECRET_KEY (32 bytes): private signing keys are sealed with it; null: kept in clear. */
   secretKey?: Buffer | null;
+  /** IAM_SECRET_KEY_PREVIOUS: opens what the key before IAM_SECRET_KEY sealed. */
+  previousSecretKey?: Buffer | null;
   /** Minimum ms between JWKS fetches caused by unknown kids (default 30 s). */
   jwksCooldownMs?: number;
   /** How long fetched JWKS keys are used before a refetch (default 10 min). */

@@ -24,7 +24,7 @@ import {
   updateConditionally,
 } from '../conditional-writes.js';
 import { type OutboundPolicy, refuseTarget } from '../outbound-fence.js';
-import { PrivateKeySealer, isSealed } from '../private-key-sealing.js';
+import { type SealedSecrets, webhookSecretContext } from '../secret-key/secret-key.service.js';
 
 /** The Standard Webhooks secret prefix; the rest is the base64 of the HMAC key. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -61,21 +61,18 @@ export function generateWebhookSecret(): string {
 
 export class WebhooksService {
   readonly #writes = new KeyedQueue();
-  readonly #sealer: PrivateKeySealer | null;
 
   constructor(
     private readonly deps: {
       store: Store;
       clock: Clock;
       policy: OutboundPolicy;
-      /** IAM_SECRET_KEY: seals webhook secrets at rest; null: stored in clear. */
-      secretKey: Buffer | null;
+      /** Seals webhook secrets at rest (IAM_SECRET_KEY); without it, they are stored in clear. */
+      secrets: SealedSecrets;
       /** Told after every change that may give the dispatcher work. */
       onChange?: () => void;
     },
-  ) {
-    this.#sealer = deps.secretKey === null ? null : new PrivateKeySealer(deps.secretKey);
-  }
+  ) {}
 
   async createWebhook(
     caller: KeyCaller,
@@ -87,6 +84,7 @@ export class WebhooksService {
     const now = this.deps.clock.now();
     const id = randomUUID();
     const secret = generateWebhookSecret();
+    const sealed = await this.deps.secrets.seal(secret, webhookSecretContext(id));
     const record: WebhookRecord = {
       id,
       url: input.url,
@@ -95,7 +93,7 @@ export class WebhooksService {
       description: input.description,
       enabled: input.enabled,
       disabledReason: null,
-      secret: this.seal(secret, id),
+      secret: sealed,
       previousSecret: null,
       previousSecretExpiresAt: null,
       createdAt: now,
@@ -164,9 +162,10 @@ export class WebhooksService {
     origin: ChangeOrigin,
   ): Promise<WebhookWithSecret> {
     const secret = generateWebhookSecret();
+    const sealed = await this.deps.secrets.seal(secret, webhookSecretContext(id));
     const record = await this.update(caller, id, condition, origin, (current) => ({
       ...current,
-      secret: this.seal(secret, current.id),
+      secret: sealed,
       previousSecret: current.secret,
       previousSecretExpiresAt: this.deps.clock.now() + SECRET_OVERLAP_MS,
     }));
@@ -217,13 +216,15 @@ export class WebhooksService {
   signingSecrets(webhook: WebhookRecord): string[] {
     // The overlap was set by this service's clock: compared with the same clock.
     const now = this.deps.clock.now();
-    const secrets = [this.open(webhook.secret, webhook.id)];
+    const secrets = [this.deps.secrets.open(webhook.secret, webhookSecretContext(webhook.id))];
     if (
       webhook.previousSecret !== null &&
       webhook.previousSecretExpiresAt !== null &&
       webhook.previousSecretExpiresAt > now
     ) {
-      secrets.push(this.open(webhook.previousSecret, webhook.id));
+      secrets.push(
+        this.deps.secrets.open(webhook.previousSecret, webhookSecretContext(webhook.id)),
+      );
     }
     return secrets;
   }
@@ -271,18 +272,6 @@ export class WebhooksService {
   private assertUrlAllowed(url: string): void {
     const refusal = refuseTarget(new URL(url), this.deps.policy, 'url');
     if (refusal !== null) throw invalid([{ pointer: '/url', detail: refusal }]);
-  }
-
-  private seal(secret: string, id: string): string {
-    return this.#sealer === null ? secret : this.#sealer.seal(secret, `webhook:${id}`);
-  }
-
-  private open(stored: string, id: string): string {
-    if (!isSealed(stored)) return stored;
-    if (this.#sealer === null) {
-      throw new Error('the webhook secrets are encrypted: set IAM_SECRET_KEY');
-    }
-    return this.#sealer.open(stored, `webhook:${id}`);
   }
 }
 

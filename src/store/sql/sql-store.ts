@@ -8,6 +8,7 @@ import { SqlGroupRepository } from './sql-groups.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlLimitCounterRepository } from './sql-limit-counters.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
+import { SqlStoredSecretRepository } from './sql-stored-secrets.js';
 import { SqlUserRepository } from './sql-users.js';
 import { SqlWebhookRepository } from './sql-webhooks.js';
 
@@ -21,6 +22,7 @@ export class SqlStore implements Store {
   readonly settings: SqlSettingRepository;
   readonly limits: SqlLimitCounterRepository;
   readonly signingKeys: SqlSigningKeyRepository;
+  readonly storedSecrets: SqlStoredSecretRepository;
   readonly webhooks: SqlWebhookRepository;
   readonly consoleSessions: SqlConsoleSessionRepository;
   readonly kind: Store['kind'];
@@ -35,6 +37,7 @@ export class SqlStore implements Store {
     this.settings = new SqlSettingRepository(sql);
     this.limits = new SqlLimitCounterRepository(sql);
     this.signingKeys = new SqlSigningKeyRepository(sql);
+    this.storedSecrets = new SqlStoredSecretRepository(sql);
     this.webhooks = new SqlWebhookRepository(sql);
     this.consoleSessions = new SqlConsoleSessionRepository(sql);
   }
