@@ -22,10 +22,10 @@ import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newVersion } from '../src/modules/conditional-writes.js';
 import { openStore } from '../src/store/open-store.js';
-import type { UserRecord } from '../src/store/store.js';
 import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
+import { seedUsers, seededIdentifier } from '../test/seed-users.js';
+import { percentile } from './bench-kit.js';
 
 const USERS = Number(process.env.BENCH_USERS ?? 1_000_000);
 const GET_RATE = Number(process.env.BENCH_GET_RATE ?? 300);
@@ -40,52 +40,11 @@ const PROVIDER = 'google_oauth2';
 const KEY = `tsr_bench_${randomBytes(24).toString('base64url')}`;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const identifier = (n: number) => `1${String(n).padStart(14, '0')}`;
-
-function seedUser(n: number, now: number): UserRecord {
-  return {
-    clientId: CLIENT_ID,
-    provider: PROVIDER,
-    identifier: identifier(n),
-    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    name: `Bench User ${n}`,
-    avatar: null,
-    email: `user${n}@example.com`,
-    locale: 'en-GB',
-    roles: ['member', 'billing:read'],
-    scopes: ['org:acme'],
-    active: true,
-    externalId: null,
-    createdAt: now,
-    updatedAt: now,
-    etag: newVersion(),
-  };
-}
 
 async function seed(path: string): Promise<void> {
   const store = openStore({ kind: 'sqlite', path });
   await store.migrate();
-  const now = Date.now();
-  await store.applications.insertApplication(
-    {
-      clientId: CLIENT_ID,
-      displayName: 'Benchmark',
-      description: '',
-      mode: 'internal',
-      jwtExpirationInMinutes: 60,
-      externalTokenValidation: null,
-      scimProvider: null,
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
-    },
-    [],
-  );
-  for (let start = 0; start < USERS; start += 10_000) {
-    const batch: UserRecord[] = [];
-    for (let n = start; n < Math.min(USERS, start + 10_000); n++) batch.push(seedUser(n, now));
-    await store.users.insertUsers(batch, []);
-  }
+  await seedUsers(store, CLIENT_ID, USERS);
   await store.close();
 }
 
@@ -118,7 +77,7 @@ function drive(server: ServerProcess) {
     const started = performance.now();
     const done = new Promise<void>((resolve) => {
       const req = request(
-        `${server.baseUrl}/iam/api/v1/applications/${CLIENT_ID}/users/${PROVIDER}/${identifier(n)}`,
+        `${server.baseUrl}/iam/api/v1/applications/${CLIENT_ID}/users/${PROVIDER}/${seededIdentifier(n)}`,
         {
           method: kind,
           agent,
@@ -259,11 +218,6 @@ async function cliPhase(path: string): Promise<{ samples: Sample[]; windows: Win
     await server.stop();
     rmSync(backups, { recursive: true, force: true });
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 }
 
 function report(phase: string, { samples, windows }: { samples: Sample[]; windows: Window[] }) {

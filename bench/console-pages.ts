@@ -13,12 +13,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { newVersion } from '../src/modules/conditional-writes.js';
 import { encodeUserCursor } from '../src/modules/console/console-users.routes.js';
 import { openStore } from '../src/store/open-store.js';
 import { POSTGRES_DEFAULTS } from '../src/store/postgres/postgres-store.js';
-import type { UserRecord } from '../src/store/store.js';
 import { type ServerProcess, startServerProcess } from '../test/run-server.js';
+import { seedUsers, seededIdentifier } from '../test/seed-users.js';
 
 const USERS = Number(process.env.BENCH_USERS ?? 1_000_000);
 const SAMPLES = Number(process.env.BENCH_CONSOLE_SAMPLES ?? 30);
@@ -28,30 +27,8 @@ const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CLIENT_ID = 'bench-app';
 const PROVIDER = 'google_oauth2';
-const SEED_BATCH = 10_000;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const identifier = (n: number) => `1${String(n).padStart(14, '0')}`;
-
-function seedUser(n: number, now: number): UserRecord {
-  return {
-    clientId: CLIENT_ID,
-    provider: PROVIDER,
-    identifier: identifier(n),
-    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    name: `Bench User ${n}`,
-    avatar: null,
-    email: `user${n}@example.com`,
-    locale: 'en-GB',
-    roles: ['member', 'billing:read'],
-    scopes: ['org:acme'],
-    active: true,
-    externalId: null,
-    createdAt: now,
-    updatedAt: now,
-    etag: newVersion(),
-  };
-}
 
 async function seed(kind: string): Promise<{ databaseUrl: string; cleanUp: () => Promise<void> }> {
   let databaseUrl: string;
@@ -86,30 +63,7 @@ async function seed(kind: string): Promise<{ databaseUrl: string; cleanUp: () =>
       : { kind: 'postgres', url: databaseUrl, ...POSTGRES_DEFAULTS, statementTimeoutMs: 60_000 },
   );
   await store.migrate();
-  const now = Date.now();
-  await store.applications.insertApplication(
-    {
-      clientId: CLIENT_ID,
-      displayName: 'Benchmark',
-      description: '',
-      mode: 'internal',
-      jwtExpirationInMinutes: 60,
-      externalTokenValidation: null,
-      scimProvider: null,
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
-    },
-    [],
-  );
-  let pending: Promise<void> = Promise.resolve();
-  for (let start = 0; start < USERS; start += SEED_BATCH) {
-    const batch = [];
-    for (let n = start; n < Math.min(USERS, start + SEED_BATCH); n++) batch.push(seedUser(n, now));
-    await pending;
-    pending = store.users.insertUsers(batch, []);
-  }
-  await pending;
+  await seedUsers(store, CLIENT_ID, USERS);
   await store.close();
   await analyze();
   return { databaseUrl, cleanUp };
@@ -186,7 +140,7 @@ async function benchStore(kind: string): Promise<string[]> {
         await load(
           server,
           cookie,
-          `${base}?after=${encodeUserCursor({ provider: PROVIDER, identifier: identifier(Math.floor(USERS * 0.9) - 1) })}`,
+          `${base}?after=${encodeUserCursor({ provider: PROVIDER, identifier: seededIdentifier(Math.floor(USERS * 0.9) - 1) })}`,
         ),
       ],
     ];

@@ -12,23 +12,12 @@ import { basename, dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli } from '../src/cli/main.js';
-import { newVersion } from '../src/modules/conditional-writes.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import type { UserRecord } from '../src/store/store.js';
+import { tesseraOn } from './cli-runs.js';
+import { seedUsers, seededUser } from './seed-users.js';
 import { callServer, repository, serverEntry, startServerProcess } from './server-process.js';
 
 const BOOTSTRAP_KEY = `tsr_backup_test_${randomBytes(24).toString('hex')}`;
-
-async function tessera(databasePath: string, args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    env: { ...process.env, DATABASE_URL: `sqlite:${databasePath}` },
-  });
-  return { code, stdout, stderr };
-}
 
 function startServer(databasePath: string) {
   return startServerProcess(process.execPath, serverEntry(), {
@@ -59,51 +48,11 @@ function identifiersIn(path: string, clientId: string): Set<string> {
   }
 }
 
-function seedUser(n: number, now: number): UserRecord {
-  return {
-    clientId: 'seeded',
-    provider: 'google_oauth2',
-    identifier: `1${String(n).padStart(14, '0')}`,
-    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    name: `Seeded User ${n}`,
-    avatar: null,
-    email: `user${n}@example.com`,
-    locale: 'en-GB',
-    roles: ['member', 'billing:read'],
-    scopes: ['org:acme'],
-    active: true,
-    externalId: null,
-    createdAt: now,
-    updatedAt: now,
-    etag: newVersion(),
-  };
-}
-
 /** A migrated database at `path` holding `count` users of the application `seeded`. */
 async function seededDatabase(path: string, count: number): Promise<void> {
   const store = openSqliteStore({ path });
   await store.migrate();
-  const now = Date.now();
-  await store.applications.insertApplication(
-    {
-      clientId: 'seeded',
-      displayName: 'Seeded',
-      description: '',
-      mode: 'internal',
-      jwtExpirationInMinutes: 60,
-      externalTokenValidation: null,
-      scimProvider: null,
-      createdAt: now,
-      updatedAt: now,
-      etag: newVersion(),
-    },
-    [],
-  );
-  for (let start = 0; start < count; start += 10_000) {
-    const batch: UserRecord[] = [];
-    for (let n = start; n < Math.min(count, start + 10_000); n++) batch.push(seedUser(n, now));
-    await store.users.insertUsers(batch, []);
-  }
+  await seedUsers(store, 'seeded', count);
   await store.close();
 }
 
@@ -163,7 +112,7 @@ describe('restore drill: a backup taken under 16 writers, restored into a fresh 
       }
       assert.ok(acknowledged.length >= 400, 'the writers are writing');
       acknowledgedBeforeBackup = new Set(acknowledged);
-      const taken = await tessera(live, ['backup', '--output', backup]);
+      const taken = await tesseraOn(live, ['backup', '--output', backup]);
       const duringBackup = acknowledged.length - acknowledgedBeforeBackup.size;
       // The writers keep going a little after the backup, so the live database moves on.
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -177,7 +126,7 @@ describe('restore drill: a backup taken under 16 writers, restored into a fresh 
     }
 
     const fresh = join(directory, 'fresh', 'data', 'tessera.db');
-    const restored = await tessera(fresh, ['restore', backup]);
+    const restored = await tesseraOn(fresh, ['restore', backup]);
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(restored.stdout, /^Checked .*drill\.db: integrity ok; taken \S+ by Tessera /);
     assert.match(restored.stdout, /\nThere was no database there before\.\n/);
@@ -279,10 +228,10 @@ describe('a backup killed with SIGKILL', () => {
     // The database works: the store opens it and writes.
     const store = openSqliteStore({ path: live, mustExist: true });
     await store.migrate();
-    await store.users.insertUsers([seedUser(USERS, Date.now())], []);
+    await store.users.insertUsers([seededUser('seeded', USERS, Date.now())], []);
     await store.close();
 
-    const taken = await tessera(live, ['backup', '--output', output]);
+    const taken = await tesseraOn(live, ['backup', '--output', output]);
     assert.equal(taken.code, 0, taken.stderr);
     assert.deepEqual(readdirSync(dirname(output)), ['nightly.db'], 'leftovers removed');
     assert.equal(identifiersIn(output, 'seeded').size, USERS + 1);
@@ -297,15 +246,15 @@ describe('tessera restore refuses', () => {
     directory = await mkdtemp(join(tmpdir(), 'tessera-restore-refusals-'));
     live = join(directory, 'live', 'tessera.db');
     backup = join(directory, 'good.db');
-    assert.equal((await tessera(live, ['migrate'])).code, 0);
-    assert.equal((await tessera(live, ['backup', '-o', backup])).code, 0);
+    assert.equal((await tesseraOn(live, ['migrate'])).code, 0);
+    assert.equal((await tesseraOn(live, ['backup', '-o', backup])).code, 0);
   });
   after(() => rm(directory, { recursive: true, force: true }));
 
   /** Restores `file` over the live database and checks that it was left alone. */
   async function refused(file: string, pattern: RegExp): Promise<void> {
     const before = readFileSync(live);
-    const result = await tessera(live, ['restore', file]);
+    const result = await tesseraOn(live, ['restore', file]);
     assert.equal(result.code, 1, result.stdout);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /^tessera: [^\n]+\n$/);
@@ -372,7 +321,7 @@ describe('tessera restore refuses', () => {
       assert.equal(await server.stop(), 0);
     }
     // Stopped, the same restore goes through and keeps what it replaced.
-    const result = await tessera(live, ['restore', backup]);
+    const result = await tesseraOn(live, ['restore', backup]);
     assert.equal(result.code, 0, result.stderr);
     const replaced = /The database it replaced is at (\S+)\.\n/.exec(result.stdout)?.[1];
     assert.ok(replaced !== undefined && existsSync(replaced), result.stdout);
@@ -391,7 +340,7 @@ describe('tessera restore refuses', () => {
     database.prepare('delete from kysely_migration where name = ?').run(latest);
     database.close();
     const target = join(directory, 'older-restored', 'tessera.db');
-    const result = await tessera(target, ['restore', older]);
+    const result = await tesseraOn(target, ['restore', older]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(
       result.stdout,
@@ -427,9 +376,9 @@ describe('tessera backup and restore elsewhere', () => {
     const directory = await mkdtemp(join(tmpdir(), 'tessera-backup-self-'));
     try {
       const live = join(directory, 'tessera.db');
-      assert.equal((await tessera(live, ['migrate'])).code, 0);
+      assert.equal((await tesseraOn(live, ['migrate'])).code, 0);
       for (const output of [live, `${live}-wal`]) {
-        const result = await tessera(live, ['backup', '-o', output]);
+        const result = await tesseraOn(live, ['backup', '-o', output]);
         assert.equal(result.code, 1);
         assert.match(result.stderr, /cannot be written over the database itself/);
       }

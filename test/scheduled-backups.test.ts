@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, it, mock } from 'node:test';
 import Database from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
 import { ConfigError, loadConfig } from '../src/config.js';
 import {
   type ScheduledBackupsOptions,
@@ -17,9 +16,8 @@ import {
   scheduleBackups,
   scheduledBackupName,
 } from '../src/scheduled-backups.js';
-import { migrateToLatest } from '../src/store/sql/migrate.js';
 import type { BackupInWorker, SqliteBackupOptions } from '../src/store/sqlite/sqlite-backup.js';
-import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.js';
+import { MIGRATION_NAMES, olderDatabase } from './cli-runs.js';
 import { startServerProcess, serverEntry } from './server-process.js';
 
 const HOUR = 3_600_000;
@@ -221,16 +219,8 @@ describe('a server with IAM_BACKUP_DIR', () => {
   it('backs up an older database before migrating it, then on schedule, and says so', async () => {
     const path = join(directory, 'data', 'tessera.db');
     const backups = join(directory, 'backups');
-    // A database an earlier build migrated: every migration but the latest.
-    const names = Object.keys(sqliteMigrations).sort();
     mkdirSync(join(directory, 'data'));
-    const database = new Database(path);
-    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
-    await migrateToLatest(
-      db,
-      Object.fromEntries(names.slice(0, -1).map((name) => [name, sqliteMigrations[name]!])),
-    );
-    await db.destroy();
+    await olderDatabase(path);
     // Three old scheduled backups, one file of the operator's.
     mkdirSync(backups);
     for (const days of [3, 2, 1]) {
@@ -270,8 +260,12 @@ describe('a server with IAM_BACKUP_DIR', () => {
           copy.close();
         }
       };
-      assert.deepEqual(migrationsIn(preUpgrade), names.slice(0, -1), 'taken before migrating');
-      assert.deepEqual(migrationsIn(scheduled.at(-1)!), names, 'taken after');
+      assert.deepEqual(
+        migrationsIn(preUpgrade),
+        MIGRATION_NAMES.slice(0, -1),
+        'taken before migrating',
+      );
+      assert.deepEqual(migrationsIn(scheduled.at(-1)!), MIGRATION_NAMES, 'taken after');
 
       const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
       const value = (name: string) =>

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import { runCli } from '../src/cli/main.js';
 import { CLI_ORIGIN } from '../src/modules/changes.js';
 import { PrivateKeySealer, SealedKeyError } from '../src/modules/private-key-sealing.js';
 import type { Store } from '../src/store/store.js';
@@ -23,6 +22,7 @@ import {
   createUser,
   openTestStore,
 } from './helpers.js';
+import { tesseraOn } from './cli-runs.js';
 import { WebhookReceiver } from './webhook-receiver.js';
 
 const OLD_KEY = Buffer.alloc(32, 0x0a);
@@ -221,16 +221,8 @@ describe(
     });
     after(() => rm(directory, { recursive: true, force: true }));
 
-    async function tessera(env: Record<string, string>, args: string[]) {
-      let stdout = '';
-      let stderr = '';
-      const code = await runCli(args, {
-        stdout: { write: (text: string) => (stdout += text) },
-        stderr: { write: (text: string) => (stderr += text) },
-        env: { ...process.env, DATABASE_URL: `sqlite:${join(directory, 't.db')}`, ...env },
-      });
-      return { code, stdout, stderr };
-    }
+    const tessera = (env: Record<string, string>, args: string[]) =>
+      tesseraOn(join(directory, 't.db'), args, env);
     const oldOnly = { IAM_SECRET_KEY: OLD_KEY.toString('base64') };
     const rotated = {
       IAM_SECRET_KEY: NEW_KEY.toString('base64'),

@@ -9,37 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
-import { runCli } from '../src/cli/main.js';
-import { migrateToLatest } from '../src/store/sql/migrate.js';
-import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.js';
+import { MIGRATION_NAMES, olderDatabase, tesseraOn } from './cli-runs.js';
 import { repository, serverEntry } from './server-process.js';
 
-const NAMES = Object.keys(sqliteMigrations).sort();
+const NAMES = MIGRATION_NAMES;
 const LATEST = NAMES.at(-1)!;
 const FUTURE = '9999_from_a_newer_tessera';
-
-async function tessera(path: string, args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    env: { ...process.env, DATABASE_URL: `sqlite:${path}` },
-  });
-  return { code, stdout, stderr };
-}
-
-/** A database migrated by a build that had every migration but the latest. */
-async function olderDatabase(path: string): Promise<void> {
-  const database = new Database(path);
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
-  await migrateToLatest(
-    db,
-    Object.fromEntries(NAMES.slice(0, -1).map((name) => [name, sqliteMigrations[name]!])),
-  );
-  await db.destroy();
-}
 
 /** Marks a migrated database as written by a newer build: a migration this one lacks. */
 function addFutureMigration(path: string): void {
@@ -84,7 +59,7 @@ describe('tessera migrate --status', () => {
   it('lists applied migrations with their times and the pending one, changing nothing', async () => {
     const path = join(directory, 'older.db');
     await olderDatabase(path);
-    const status = await tessera(path, ['migrate', '--status']);
+    const status = await tesseraOn(path, ['migrate', '--status']);
     assert.equal(status.code, 0, status.stderr);
     const lines = status.stdout.trimEnd().split('\n');
     assert.match(lines[0]!, /^Tessera \d+\.\d+\.\d+; database .*older\.db$/);
@@ -98,7 +73,7 @@ describe('tessera migrate --status', () => {
       '1 migration pending: tessera migrate, or the next start, applies it.',
     );
     // Nothing was applied by looking.
-    const again = await tessera(path, ['migrate', '--status', '--json']);
+    const again = await tesseraOn(path, ['migrate', '--status', '--json']);
     const json = JSON.parse(again.stdout) as {
       tessera_version: string;
       applied: { name: string; applied_at: string }[];
@@ -112,19 +87,19 @@ describe('tessera migrate --status', () => {
 
   it('tessera migrate applies what was pending and says which', async () => {
     const path = join(directory, 'older.db');
-    const migrated = await tessera(path, ['migrate']);
+    const migrated = await tesseraOn(path, ['migrate']);
     assert.equal(migrated.code, 0, migrated.stderr);
     assert.equal(
       migrated.stdout,
       `Applied 1 migration: ${LATEST}.\n` +
         `The database schema is up to date (${NAMES.length} migrations applied, the latest ${LATEST}).\n`,
     );
-    const status = await tessera(path, ['migrate', '--status']);
+    const status = await tesseraOn(path, ['migrate', '--status']);
     assert.match(status.stdout, new RegExp(`\\nUp to date: ${NAMES.length} migrations applied`));
   });
 
   it('refuses a status run on a database that does not exist', async () => {
-    const result = await tessera(join(directory, 'missing.db'), ['migrate', '--status']);
+    const result = await tesseraOn(join(directory, 'missing.db'), ['migrate', '--status']);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /^tessera: no database at .*missing\.db/);
   });
@@ -136,7 +111,7 @@ describe('a database written by a newer Tessera', () => {
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'tessera-newer-'));
     path = join(directory, 'newer.db');
-    assert.equal((await tessera(path, ['migrate'])).code, 0);
+    assert.equal((await tesseraOn(path, ['migrate'])).code, 0);
     addFutureMigration(path);
   });
   after(() => rm(directory, { recursive: true, force: true }));
@@ -154,7 +129,7 @@ describe('a database written by a newer Tessera', () => {
 
   it('is refused by tessera migrate and by the other commands, in one line', async () => {
     for (const args of [['migrate'], ['keys', 'list']]) {
-      const result = await tessera(path, args);
+      const result = await tesseraOn(path, args);
       assert.equal(result.code, 1, args.join(' '));
       assert.match(result.stderr, /^tessera: [^\n]+\n$/);
       assert.match(result.stderr, refusal);
@@ -162,7 +137,7 @@ describe('a database written by a newer Tessera', () => {
   });
 
   it('shows the unknown migration in the status, exit code 1', async () => {
-    const result = await tessera(path, ['migrate', '--status']);
+    const result = await tesseraOn(path, ['migrate', '--status']);
     assert.equal(result.code, 1);
     assert.match(
       result.stdout,
