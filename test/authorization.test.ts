@@ -166,6 +166,21 @@ const ROUTES: RouteRow[] = [
     restricted: 'served',
   },
   {
+    method: 'GET',
+    path: '/signing-keys/{kid}',
+    role: 'keys:read',
+    request: () => ({ path: '/signing-keys/no-such-kid' }),
+    restricted: 'served',
+  },
+  {
+    method: 'POST',
+    path: '/signing-keys/rotate',
+    role: 'keys:write',
+    request: () => ({ path: '/signing-keys/rotate' }),
+    // Signing keys serve every application: a restricted key may not add one.
+    restricted: 'forbidden',
+  },
+  {
     method: 'POST',
     path: '/signing-keys/{kid}/revoke',
     role: 'keys:write',

@@ -341,6 +341,10 @@ export function createTessera(options: TesseraOptions) {
     signingKeys: {
       list: async (): Promise<SigningKey[]> =>
         (await unwrap(http.GET('/iam/api/v1/signing-keys'))).items,
+      get: (kid: string) =>
+        unwrap(http.GET('/iam/api/v1/signing-keys/{kid}', { params: { path: { kid } } })),
+      /** Adds a key: published now, signing from its `activates_at` (10 minutes later). */
+      rotate: () => unwrap(http.POST('/iam/api/v1/signing-keys/rotate')),
       revoke: (kid: string) =>
         unwrap(http.POST('/iam/api/v1/signing-keys/{kid}/revoke', { params: { path: { kid } } })),
     },

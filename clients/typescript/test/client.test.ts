@@ -194,6 +194,9 @@ describe('the TypeScript client against a real server', () => {
     assert.equal(token.access_token.split('.').length, 3);
     const [signing] = await tessera.signingKeys.list();
     assert.ok(signing);
+    const added = await tessera.signingKeys.rotate();
+    assert.equal(added.state, 'pending');
+    assert.equal((await tessera.signingKeys.get(added.kid)).kid, added.kid);
     const revocation = await tessera.signingKeys.revoke(signing.kid);
     assert.equal(revocation.revoked.state, 'revoked');
     assert.notEqual(revocation.active.kid, signing.kid);

@@ -1,13 +1,16 @@
-// The signing keys under /iam/api/v1, for operators: list them (never a private part) and,
-// when one has leaked, revoke it.
+// The signing keys under /iam/api/v1, for operators: list them (never a private part), rotate
+// (a new key, published now, signing later) and, when one has leaked, revoke it. The CLI and
+// the console call the same service.
 
 import { requestOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { JsonResponse, NoQuery, apiKeySecurity, problemResponses } from '../../http/schemas.js';
 import { problem } from '../../problems.js';
+import { requestPath } from '../../http/request-path.js';
 import type { SigningKeys } from './signing-keys.service.js';
 import {
+  SigningKey,
   SigningKeyList,
   SigningKeyParams,
   SigningKeyRevocation,
@@ -45,6 +48,63 @@ export function registerSigningKeyRoutes(
     },
   );
 
+  api.get(
+    '/signing-keys/:kid',
+    {
+      config: { role: 'keys:read' },
+      schema: {
+        tags,
+        operationId: 'getSigningKey',
+        summary: 'Get a signing key',
+        description: 'The key with its state and times; never its private part.',
+        security: apiKeySecurity,
+        params: SigningKeyParams,
+        querystring: NoQuery,
+        response: {
+          200: JsonResponse(SigningKey, 'The signing key'),
+          ...problemResponses(403, 404),
+        },
+      },
+    },
+    async function getSigningKey(request) {
+      return toSigningKeyResource(await deps.signingKeys.findSigningKey(request.params.kid));
+    },
+  );
+
+  api.post(
+    '/signing-keys/rotate',
+    {
+      config: { role: 'keys:write' },
+      schema: {
+        tags,
+        operationId: 'rotateSigningKey',
+        summary: 'Rotate: add a signing key that signs 10 minutes from now',
+        description:
+          'The new key (of the configured algorithm, IAM_TOKEN_ALG) is published in the JWKS at ' +
+          'once and starts signing at `activates_at`, 10 minutes later, so every instance and ' +
+          'every verifier caching the JWKS has it before a token carries its kid (the first key ' +
+          'of an empty store signs at once). The key signing now keeps signing until then, and ' +
+          'stays published until every token it signed has expired. Recorded as ' +
+          '`signing_key.rotated`. Signing keys serve every application, so a key restricted ' +
+          'to some applications gets 403. Takes no body.',
+        security: apiKeySecurity,
+        querystring: NoQuery,
+        response: {
+          201: JsonResponse(SigningKey, 'The new signing key', ['location']),
+          ...problemResponses(403),
+        },
+      },
+    },
+    async function rotateSigningKey(request, reply) {
+      // Checked before anything else, like every restriction.
+      requireUnrestricted(request.apiKey!.applications);
+      const added = await deps.signingKeys.rotate(requestOrigin(request));
+      reply.header('location', `${requestPath(request).replace(/\/rotate$/, '')}/${added.kid}`);
+      reply.code(201);
+      return toSigningKeyResource(await deps.signingKeys.findSigningKey(added.kid));
+    },
+  );
+
   api.post(
     '/signing-keys/:kid/revoke',
     {
@@ -69,12 +129,7 @@ export function registerSigningKeyRoutes(
     },
     async function revokeSigningKey(request) {
       // Checked before any lookup, like every restriction.
-      if (request.apiKey!.applications !== null) {
-        throw problem(
-          'forbidden',
-          'This API key is restricted to some applications; signing keys serve them all.',
-        );
-      }
+      requireUnrestricted(request.apiKey!.applications);
       const revocation = await deps.signingKeys.revokeSigningKey(
         request.params.kid,
         requestOrigin(request),
@@ -85,4 +140,14 @@ export function registerSigningKeyRoutes(
       };
     },
   );
+}
+
+/** Signing keys serve every application: a key restricted to some may only look at them. */
+function requireUnrestricted(applications: readonly string[] | null): void {
+  if (applications !== null) {
+    throw problem(
+      'forbidden',
+      'This API key is restricted to some applications; signing keys serve them all.',
+    );
+  }
 }

@@ -233,6 +233,13 @@ export class SigningKeys {
     return describeSigningKeys(await this.#load(true), this.deps.clock.now());
   }
 
+  /** One stored key with its state now; not-found when no key has this kid. */
+  async findSigningKey(kid: string): Promise<SigningKeyStatus> {
+    const found = (await this.listSigningKeys()).find((key) => key.kid === kid);
+    if (found === undefined) throw problem('not-found', `No signing key with kid "${kid}".`);
+    return found;
+  }
+
   /** The key to sign with now; creates the first key if the store has none. */
   async currentSigner(): Promise<Signer> {
     let keys = await this.#load(false);
