@@ -91,7 +91,30 @@ describe('cluster settings on PostgreSQL', { skip }, () => {
 
     const set = await cli(env, ['cluster-settings', 'set', 'allow-insecure-webhooks', 'true']);
     assert.equal(set.code, 0, set.stderr);
-    assert.match(set.stdout, /allow-insecure-webhooks: false -> true/);
+    assert.match(
+      set.stdout,
+      /allow-insecure-webhooks: false -> true, recorded as a cluster_setting.changed event/,
+    );
+    const [recorded] = await store.events.listEvents(
+      {
+        types: ['cluster_setting.changed'],
+        clientId: null,
+        actorId: null,
+        resourceType: null,
+        since: null,
+        until: null,
+        visibleClientIds: null,
+      },
+      { after: null, limit: 10 },
+    );
+    assert.deepEqual(recorded?.resource, {
+      type: 'cluster_setting',
+      id: { name: 'allow-insecure-webhooks' },
+    });
+    assert.deepEqual(recorded?.changes, [{ member: 'value', before: false, after: true }]);
+    assert.equal(recorded?.actor.type, 'cli');
+    const again = await cli(env, ['cluster-settings', 'set', 'allow-insecure-webhooks', 'true']);
+    assert.match(again.stdout, /is true already; nothing changed/);
     await wider.settings.refresh();
     await narrower.settings.refresh();
     assert.equal(wider.settings.webhooks.allowInsecure, true);

@@ -9,6 +9,7 @@ import {
   isWideningSettingName,
   readClusterSettings,
 } from '../modules/cluster-settings/cluster-settings.service.js';
+import { CLI_ORIGIN } from '../modules/changes.js';
 import { type CliContext, UsageError } from './context.js';
 
 const NAMES = Object.keys(WIDENING_SETTINGS).join(', ');
@@ -62,11 +63,22 @@ async function setClusterSetting(cli: CliContext, name: string, value: string): 
       );
     }
     const current = (await readClusterSettings(store))[name];
-    await changeClusterSetting(store, name, value === 'true');
-    return current;
+    const changed = await changeClusterSetting(
+      store,
+      name,
+      value === 'true',
+      CLI_ORIGIN,
+      Date.now(),
+    );
+    return changed ? current : value === 'true';
   });
+  if (String(before) === value) {
+    cli.print(`${name} is ${value} already; nothing changed.`);
+    return;
+  }
   cli.print(
-    `${name}: ${before ?? 'not decided'} -> ${value}. Running instances act on it within 10 s` +
+    `${name}: ${before ?? 'not decided'} -> ${value}, recorded as a cluster_setting.changed ` +
+      `event. Running instances act on it within 10 s` +
       (value === 'true' ? `, those whose own ${variable} is true as well.` : '.'),
   );
 }

@@ -18,7 +18,7 @@ export interface EventChange {
 }
 
 export type EventResourceType =
-  'application' | 'user' | 'api_key' | 'signing_key' | 'webhook' | 'secret_key';
+  'application' | 'user' | 'api_key' | 'signing_key' | 'webhook' | 'secret_key' | 'cluster_setting';
 
 /**
  * An event to record with a write: every write method takes the events of its change and

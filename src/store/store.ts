@@ -366,6 +366,11 @@ export interface SettingRepository {
   findSetting(name: string): Promise<string | undefined>;
   /** Stores a setting, replacing any value it had. */
   putSetting(name: string, value: string): Promise<void>;
+  /**
+   * Stores a setting an operator changed, with the events that record the change; nothing
+   * (and no event) when it has that value already. Whether it changed.
+   */
+  changeSetting(name: string, value: string, events: readonly NewEvent[]): Promise<boolean>;
 }
 
 /** An asymmetric key Tessera signs access tokens with. */

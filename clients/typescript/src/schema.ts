@@ -919,7 +919,7 @@ export interface components {
             client_id: string | null;
             resource: {
                 /** @enum {string} */
-                type: "application" | "user" | "api_key" | "signing_key" | "webhook" | "secret_key";
+                type: "application" | "user" | "api_key" | "signing_key" | "webhook" | "secret_key" | "cluster_setting";
                 /** @description Its identifying members. */
                 id: {
                     [key: string]: unknown;
@@ -5215,7 +5215,7 @@ export interface operations {
                  */
                 client_id?: string;
                 actor_id?: string;
-                resource_type?: "application" | "user" | "api_key" | "signing_key" | "webhook" | "secret_key";
+                resource_type?: "application" | "user" | "api_key" | "signing_key" | "webhook" | "secret_key" | "cluster_setting";
                 /** @description Events that occurred at or after this time. */
                 since?: string;
                 /** @description Events that occurred before this time. */

@@ -14,6 +14,7 @@
 //   `tessera cluster-settings show` says what the service does.
 
 import type { Store } from '../../store/store.js';
+import { type ChangeOrigin, resourceEvent } from '../changes.js';
 import type { OutboundPolicy } from '../outbound-fence.js';
 
 /** How often running instances read the cluster's settings again. */
@@ -191,13 +192,28 @@ export async function readClusterSettings(
   ) as Record<WideningSettingName, boolean | null>;
 }
 
-/** Changes the cluster's setting; running instances act on it within REFRESH_MS. */
+/**
+ * Changes the cluster's setting, recorded as a `cluster_setting.changed` event (nothing, and no
+ * event, when it has that value already); running instances act on it within REFRESH_MS.
+ * Whether it changed.
+ */
 export async function changeClusterSetting(
   store: Store,
   name: WideningSettingName,
   value: boolean,
-): Promise<void> {
-  await store.settings.putSetting(WIDENING_SETTINGS[name].stored, String(value));
+  origin: ChangeOrigin,
+  now: number,
+): Promise<boolean> {
+  const before = (await readClusterSettings(store))[name];
+  const event = resourceEvent({
+    type: 'cluster_setting.changed',
+    origin,
+    occurredAt: now,
+    clientId: null,
+    resource: { type: 'cluster_setting', id: { name } },
+    changes: [{ member: 'value', before, after: value }],
+  });
+  return store.settings.changeSetting(WIDENING_SETTINGS[name].stored, String(value), [event]);
 }
 
 function parse(value: string): boolean {

@@ -19,6 +19,7 @@ export const RESOURCE_TYPES = [
   'signing_key',
   'webhook',
   'secret_key',
+  'cluster_setting',
 ] as const;
 
 /** The longest `wait` of a long poll, in seconds. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type ContractContext } from './fixtures.js';
+import { T0, type ContractContext } from './fixtures.js';
 
 export function describeSettingsContract(ctx: ContractContext): void {
   describe('settings', () => {
@@ -19,6 +19,39 @@ export function describeSettingsContract(ctx: ContractContext): void {
       assert.equal(await ctx.store.settings.findSetting('bootstrap'), 'two');
       assert.equal(await ctx.store.settings.getOrCreateSetting('bootstrap', 'three'), 'two');
       assert.equal(await ctx.store.settings.findSetting('other'), undefined);
+    });
+
+    it('changes a setting with its events, and records nothing when it has that value', async () => {
+      const { settings, events } = ctx.store;
+      const changed = (value: string) => ({
+        type: 'cluster_setting.changed',
+        occurredAt: T0,
+        actor: { type: 'cli' as const, id: null },
+        clientId: null,
+        resource: { type: 'cluster_setting' as const, id: { name: 'fence' } },
+        changes: [{ member: 'value', before: null, after: value }],
+        requestId: null,
+      });
+      assert.equal(await settings.changeSetting('fence', 'on', [changed('on')]), true);
+      assert.equal(await settings.changeSetting('fence', 'on', [changed('on')]), false);
+      assert.equal(await settings.changeSetting('fence', 'off', [changed('off')]), true);
+      assert.equal(await settings.findSetting('fence'), 'off');
+      const recorded = await events.listEvents(
+        {
+          types: ['cluster_setting.changed'],
+          clientId: null,
+          actorId: null,
+          resourceType: null,
+          since: null,
+          until: null,
+          visibleClientIds: null,
+        },
+        { after: null, limit: 10 },
+      );
+      assert.deepEqual(
+        recorded.map((event) => event.changes?.[0]?.after),
+        ['on', 'off'],
+      );
     });
 
     it('gives 10 concurrent callers the same value', async () => {
