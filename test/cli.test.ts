@@ -266,9 +266,8 @@ describe('tessera with bad arguments', () => {
   after(() => rm(directory, { recursive: true, force: true }));
 
   const cases: [string, string[]][] = [
-    ['no command', []],
     ['an unknown command', ['frobnicate']],
-    ['keys without a subcommand', ['keys']],
+    ['an unknown command followed by more', ['key', 'list']],
     ['keys create without --name', ['keys', 'create', '--roles', 'users:read']],
     ['keys create without --roles', ['keys', 'create', '--name', 'ci']],
     ['an unknown role', ['keys', 'create', '--name', 'ci', '--roles', 'users:read,users:admin']],
@@ -388,7 +387,19 @@ describe('tessera signing-keys', () => {
     );
     assert.doesNotMatch(listed.stdout, /"d"/);
     const human = await runCli(database, ['signing-keys', 'list']);
-    assert.equal(human.stdout.trim().split('\n').length, 2);
+    const [header, ...rows] = human.stdout.trimEnd().split('\n');
+    assert.match(
+      header!,
+      /^KID +ALG +STATE +CREATED +SIGNS FROM +PUBLISHED UNTIL +REVOKED$/,
+      'a header names the columns',
+    );
+    assert.equal(rows.length, 2);
+    assert.match(
+      rows[1]!,
+      new RegExp(`^${second.kid} +ES256 +pending +\\S+Z +${second.activates_at} +- +-$`),
+    );
+    // Columns line up under their titles.
+    assert.equal(rows[0]!.indexOf('ES256'), header!.indexOf('ALG'));
   });
 
   it('revoke KID removes the key from the JWKS, a new key signing in its place', async () => {
@@ -570,7 +581,40 @@ describe('tessera errors name the valid choices', () => {
     );
     const sub = await runCli(null, ['signing-keys', 'remove']);
     assert.equal(sub.code, 2);
-    assert.match(sub.stderr, /unknown command "signing-keys remove"; choose rotate, revoke, list/);
+    assert.match(
+      sub.stderr,
+      /unknown command "signing-keys remove" \(did you mean signing-keys revoke\?\); choose rotate, revoke, list/,
+    );
+  });
+
+  it('a mistyped command followed by its arguments names the command meant, not the arguments', async () => {
+    const result = await runCli(null, ['key', 'list', '--json']);
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    assert.match(
+      result.stderr,
+      /^tessera: unknown command "key" \(did you mean keys\?\); choose serve, migrate, .*keys, signing-keys/,
+    );
+    assert.doesNotMatch(result.stderr, /too many arguments/);
+    const sub = await runCli(null, ['keys', 'lst']);
+    assert.match(
+      sub.stderr,
+      /unknown command "keys lst" \(did you mean keys list\?\); choose create, list/,
+    );
+  });
+
+  it('bare tessera prints the usage with every command on stderr, exit code 2', async () => {
+    const result = await runCli(null, []);
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /^Usage: tessera \[options\] <command>\n/);
+    for (const command of ['serve', 'migrate', 'keys <command>', 'signing-keys <command>']) {
+      assert.ok(result.stderr.includes(`\n  ${command} `), command);
+    }
+    assert.doesNotMatch(result.stderr, /needs a command|\[command\.\.\.\]/);
+    const group = await runCli(null, ['keys']);
+    assert.equal(group.code, 2);
+    assert.match(group.stderr, /^Usage: tessera keys \[options\] <command>\n[\s\S]*\n {2}create /);
   });
 
   it('a mistyped option suggests the right one', async () => {

@@ -30,6 +30,8 @@ export interface CliContext {
   print(text: string): void;
   /** Prints a value as indented JSON on standard output. */
   printJson(value: unknown): void;
+  /** Prints rows under a header, each column as wide as its widest cell. */
+  printTable(header: readonly string[], rows: readonly (readonly string[])[]): void;
   /** Runs `work` on the configured database (see withStore). */
   withStore<T>(work: (store: Store) => Promise<T>, options?: WithStoreOptions): Promise<T>;
   /** The configuration the environment gives (ConfigError when it is invalid). */
@@ -51,6 +53,15 @@ export function createCliContext(io: CliIo): CliContext {
     config,
     print: (text) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
     printJson: (value) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`),
+    printTable: (header, rows) => {
+      const widths = header.map((title, column) =>
+        Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)),
+      );
+      for (const row of [header, ...rows]) {
+        const cells = row.map((cell, column) => cell.padEnd(widths[column] ?? 0));
+        io.stdout.write(`${cells.join('  ').trimEnd()}\n`);
+      }
+    },
     withStore: (work, options) => withStore(config(), work, options),
     servicesFor: (store) =>
       createServices({

@@ -151,17 +151,7 @@ async function listKeys(
   ]);
   const header = ['ID', 'NAME', 'ROLES', 'APPLICATIONS', 'EXPIRES', 'LAST USED'];
   if (filter.includeRevoked) header.push('REVOKED');
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-  );
-  for (const row of [header, ...rows]) {
-    cli.print(
-      row
-        .map((cell, column) => cell.padEnd(widths[column]!))
-        .join('  ')
-        .trimEnd(),
-    );
-  }
+  cli.printTable(header, rows);
 }
 
 async function rotateKey(

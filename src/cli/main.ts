@@ -6,7 +6,7 @@
 import '../supported-node.js';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { describeFailure } from '../failures.js';
 import { registerTypeBoxFormats } from '../http/formats.js';
@@ -61,6 +61,13 @@ function buildProgram(cli: CliContext): Command {
     .helpCommand('help [command]', 'show the help of a command')
     .exitOverride()
     .showSuggestionAfterError()
+    .configureHelp({
+      // A group lists as `keys <command>`, not as the catch-all argument it takes.
+      subcommandTerm: (command) =>
+        command.commands.length > 0
+          ? `${command.name()} <command>`
+          : new Help().subcommandTerm(command),
+    })
     .configureOutput({
       writeOut: (text) => cli.io.stdout.write(text),
       writeErr: (text) => cli.io.stderr.write(text),
@@ -82,18 +89,54 @@ function buildProgram(cli: CliContext): Command {
   for (const register of COMMANDS) register(program, cli);
   for (const group of [program, ...program.commands]) {
     if (group.commands.length === 0) continue;
-    // A group run without a known subcommand names the ones that exist, in one line.
-    group.usage('[options] <command>');
-    group.argument('[command]').action((given: string | undefined) => {
+    // Whatever follows an unknown command (`tessera key list --json`) is not the complaint:
+    // the command is. Hence a variadic argument that takes the options after it too, so
+    // commander says neither "too many arguments" nor "unknown option".
+    group.usage('[options] <command>').enablePositionalOptions().passThroughOptions();
+    group.argument('[command...]').action((given: string[]) => {
+      const [first] = given;
+      if (first === undefined) {
+        // Nothing to run: the usage, with every command, where errors go (exit code 2).
+        group.outputHelp({ error: true });
+        throw new CommanderError(2, 'tessera.usage', '');
+      }
+      // A group run with an unknown subcommand names the ones that exist, in one line.
       const choices = group.commands.map((command) => command.name());
       const prefix = group === program ? '' : `${group.name()} `;
+      const near = closestChoice(first, choices);
       throw new UsageError(
-        `${given === undefined ? `${group === program ? 'a command' : group.name()} needs a command` : `unknown command "${prefix}${given}"`}; ` +
+        `unknown command "${prefix}${first}"${near === undefined ? '' : ` (did you mean ${prefix}${near}?)`}; ` +
           `choose ${choices.join(', ')} (see tessera ${prefix}--help)`,
       );
     });
   }
   return program;
+}
+
+/** The choice within two edits of `given` (`key` → `keys`), or undefined. */
+function closestChoice(given: string, choices: readonly string[]): string | undefined {
+  let best: { choice: string; distance: number } | undefined;
+  for (const choice of choices) {
+    const distance = editDistance(given, choice);
+    if (distance <= 2 && (best === undefined || distance < best.distance)) {
+      best = { choice, distance };
+    }
+  }
+  return best?.choice;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions of one character. */
+function editDistance(from: string, to: string): number {
+  let previous = Array.from({ length: to.length + 1 }, (_, index) => index);
+  for (let row = 1; row <= from.length; row++) {
+    const current = [row];
+    for (let column = 1; column <= to.length; column++) {
+      const substitution = previous[column - 1]! + (from[row - 1] === to[column - 1] ? 0 : 1);
+      current.push(Math.min(previous[column]! + 1, current[column - 1]! + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[to.length]!;
 }
 
 /**

@@ -105,10 +105,17 @@ async function listSigningKeys(cli: CliContext, values: { json?: boolean }): Pro
     );
     return;
   }
-  for (const key of keys) {
-    const until = key.published_until === null ? '' : ` published until ${key.published_until}`;
-    cli.print(
-      `${key.kid}  ${key.algorithm}  ${key.state}  created ${key.created_at}  signs from ${key.activates_at}${until}`,
-    );
-  }
+  cli.printTable(
+    ['KID', 'ALG', 'STATE', 'CREATED', 'SIGNS FROM', 'PUBLISHED UNTIL', 'REVOKED'],
+    keys.map((key) => [
+      key.kid,
+      key.algorithm,
+      key.state,
+      key.created_at ?? '-',
+      key.activates_at ?? '-',
+      // null while it signs or waits to: published for as long as it does.
+      key.published_until ?? '-',
+      key.revoked_at ?? '-',
+    ]),
+  );
 }
