@@ -6,10 +6,11 @@
 // BENCH_ISOLATION_RATE per second (default 20: 1,000 deliveries a second) in slices of
 // BENCH_ISOLATION_SLICE_SECONDS (3 s), the hanging webhook enabled in every other slice and
 // disabled in the rest (disabling closes its attempt in flight), in pairs of alternating order
-// (BENCH_ISOLATION_PAIRS, 3), each slice drained before the next. Printed per store: the lag
+// (BENCH_ISOLATION_PAIRS, 5), each slice drained before the next. Printed per store: the lag
 // from a create's acknowledgement to its delivery at each healthy webhook, p50 and p99, in the
-// slices without and with the hanging webhook. Target: p99 with it within 20 % of p99
-// without it.
+// slices without and with the hanging webhook, and each pair's ratio of p99 with it to p99
+// without it. Target: the median of the pairs' ratios at most 1.2 (a pair's two slices ran
+// next to each other, so the machine's other load weighs on both alike).
 
 import { randomBytes } from 'node:crypto';
 import {
@@ -21,7 +22,7 @@ import {
 
 const RATE = Number(process.env.BENCH_ISOLATION_RATE ?? 20);
 const SLICE_SECONDS = Number(process.env.BENCH_ISOLATION_SLICE_SECONDS ?? 3);
-const PAIRS = Number(process.env.BENCH_ISOLATION_PAIRS ?? 3);
+const PAIRS = Number(process.env.BENCH_ISOLATION_PAIRS ?? 5);
 const HEALTHY = 50;
 const WRITERS = 16;
 const KEY = `tsr_bench_${randomBytes(30).toString('base64url').slice(0, 40)}`;
@@ -144,15 +145,16 @@ export async function runIsolation(
 export function reportIsolation(results: IsolationFigures[]): void {
   process.stdout.write(
     `\none webhook hanging among ${HEALTHY} healthy ones on the same origin, ${RATE} changes/s, ` +
-      `${PAIRS} pairs of ${SLICE_SECONDS} s slices (target: healthy lag p99 with it within 20 % of without)\n`,
+      `${PAIRS} pairs of ${SLICE_SECONDS} s slices (target: healthy lag p99 with it within 20 % of without, median of the pairs)\n`,
   );
   for (const f of results) {
-    const ratio = f.p99.with / Math.max(1, f.p99.without);
+    const ratios = [...f.pairRatios].sort((x, y) => x - y);
+    const ratio = ratios[Math.floor(ratios.length / 2)] ?? 0;
     const met = ratio <= 1.2 && f.missing === 0;
     process.stdout.write(
       `${f.store.padEnd(9)} without: ${f.deliveries.without} deliveries, lag p50 ${f.p50.without} ms p99 ${f.p99.without} ms; ` +
         `with: ${f.deliveries.with} deliveries, lag p50 ${f.p50.with} ms p99 ${f.p99.with} ms; ` +
-        `p99 ratio ${ratio.toFixed(2)} (pairs ${f.pairRatios.map((r) => r.toFixed(2)).join(', ')}), ` +
+        `p99 ratio, median of the pairs ${ratio.toFixed(2)} (pairs ${f.pairRatios.map((r) => r.toFixed(2)).join(', ')}), ` +
         `missing ${f.missing} ${met ? 'MET' : 'NOT MET'}\n`,
     );
   }
