@@ -149,6 +149,7 @@ describe('loadConfig: access tokens', () => {
       issuer: 'http://127.0.0.1:8080',
       allowInsecureJwks: false,
       secretKey: null,
+      previousSecretKey: null,
     });
     assert.equal(loadConfig({ HOST: '::1', PORT: '9000' }).tokens.issuer, 'http://[::1]:9000');
   });
@@ -164,7 +165,18 @@ describe('loadConfig: access tokens', () => {
       issuer: 'https://id.example.com/tessera',
       allowInsecureJwks: true,
       secretKey: null,
+      previousSecretKey: null,
     });
+  });
+
+  it('reads IAM_SECRET_KEY_PREVIOUS beside IAM_SECRET_KEY', () => {
+    const current = Buffer.alloc(32, 1);
+    const previous = Buffer.alloc(32, 2);
+    const { tokens } = loadConfig({
+      IAM_SECRET_KEY: current.toString('base64'),
+      IAM_SECRET_KEY_PREVIOUS: previous.toString('base64url'),
+    });
+    assert.deepEqual([tokens.secretKey, tokens.previousSecretKey], [current, previous]);
   });
 
   it('flags an issuer derived from a wildcard listen address', () => {

@@ -241,11 +241,17 @@ function renameOver(from: string, to: string): void {
   renameSync(from, to);
 }
 
+/** How long stopping a backup waits for its worker to end. */
+const STOP_WAIT_MS = 1_000;
+
 /** A backup run in a worker thread: the server's event loop never waits for it. */
 export interface BackupInWorker {
   /** Resolves with the backup, or rejects with why there is none. */
   done: Promise<BackupSummary>;
-  /** Stops the backup (its hidden copy is removed) and resolves once the worker has exited. */
+  /**
+   * Stops the backup: resolves once the worker has exited (its hidden copy removed), or after a
+   * second when it is inside a native call that cannot be cut short.
+   */
   stop(): Promise<void>;
 }
 
@@ -278,7 +284,17 @@ export function backupInWorker(options: SqliteBackupOptions): BackupInWorker {
     done,
     stop: async () => {
       stopped = true;
-      await worker.terminate();
+      // A worker inside integrity_check (native code, seconds on a large database) ends only
+      // when that returns; a stopping server does not wait for it that long. Its hidden copy is
+      // then removed by the next backup (its process is gone).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        worker.terminate(),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, STOP_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
     },
   };
 }
