@@ -11,7 +11,7 @@ const FOLDERS_OF = (names) => `${IMPORT}(${names.join('|')})/`;
 
 /** What runs the whole, and what assembles it: nothing below imports them. */
 const ENTRY = ['main', 'server'];
-const COMPOSITION = ['app', 'services', 'access', 'scheduled-backups'];
+const COMPOSITION = ['app', 'operations-app', 'services', 'access', 'scheduled-backups'];
 /** The files at the root of src/ that are not kernel; every other one is. */
 const ROOT_PARTS = ['problems', 'config', ...COMPOSITION, ...ENTRY];
 
@@ -101,7 +101,7 @@ const LAYERS = {
     ],
   },
   app: {
-    files: ['src/app.ts'],
+    files: ['src/app.ts', 'src/operations-app.ts'],
     keepOut: [
       [FOLDERS_OF(['cli']), 'The app is built below the CLI.'],
       [FILES_OF(ENTRY), 'The app is built apart from the server that runs it.'],

@@ -1,5 +1,5 @@
 // What the audit trail costs: create and update throughput with events on, and with them off
-// (IAM_BENCH_WITHOUT_EVENTS=true, a switch for this measurement only), in the same run, on
+// (bench/serve-without-events.mjs, an entry point for this measurement only), in the same run, on
 // both stores. The two servers run side by side, each on a database of its own, and take turns
 // in short slices, in pairs whose order alternates, so that a machine whose speed drifts skews
 // neither side. Printed: the medians of each side's slices and their ratio, and the median of the
@@ -42,14 +42,15 @@ const NOISE_FLOOR = process.env.BENCH_NOISE_FLOOR === 'true';
 type Scenario = 'create-user' | 'put-user';
 
 async function start(databaseUrl: string, withEvents: boolean, key: string, dataDir: string) {
-  return startServerProcess(process.execPath, ['dist/main.js'], {
+  // The same dist/ both ways; only the entry point differs (no setting turns events off).
+  const entry = withEvents && !NOISE_FLOOR ? 'dist/main.js' : 'bench/serve-without-events.mjs';
+  return startServerProcess(process.execPath, [entry], {
     DATABASE_URL: databaseUrl,
     IAM_BOOTSTRAP_API_KEY: key,
     IAM_DATA_DIR: dataDir,
     IAM_RATE_LIMIT_PER_MINUTE: '0',
     IAM_ACCESS_LOG: 'false',
     LOG_LEVEL: 'warn',
-    ...(withEvents && !NOISE_FLOOR ? {} : { IAM_BENCH_WITHOUT_EVENTS: 'true' }),
   });
 }
 

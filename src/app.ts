@@ -88,6 +88,11 @@ export interface AppOptions {
   metrics?: Metrics;
   /** One info line per request (IAM_ACCESS_LOG); off unless set. */
   accessLog?: boolean;
+  /**
+   * Serve /metrics here (default); false when it has a listener of its own (IAM_METRICS_PORT,
+   * operations-app.ts), so the public port does not show it.
+   */
+  serveMetrics?: boolean;
   /** Overrides HTTP_TIMEOUTS (tests use short ones). */
   timeouts?: Partial<typeof HTTP_TIMEOUTS>;
 }
@@ -144,7 +149,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const timeouts = { ...HTTP_TIMEOUTS, ...options.timeouts };
   const app = Fastify({
     loggerInstance: options.logger,
-    logController: new LogController({ disableRequestLogging: true }),
+    // One name for the request id in every line a request logs: the access log's, the
+    // events' and the X-Request-Id header's.
+    logController: new LogController({
+      disableRequestLogging: true,
+      requestIdLogLabel: 'request_id',
+    }),
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A caller's X-Request-Id is kept when it is a plain token, so logs correlate across services.
@@ -329,7 +339,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const apiKeyFailures = failureLimiter('api-key');
 
   registerJsonBodies(app);
-  registerHealthRoutes(app, { store, metrics: metrics.registry });
+  registerHealthRoutes(app, {
+    store,
+    metrics: metrics.registry,
+    serveMetrics: options.serveMetrics !== false,
+  });
   await registerConsole(app, {
     services,
     sessions: services.consoleSessions,

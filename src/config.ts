@@ -32,6 +32,18 @@ const Environment = Type.Object({
         '32–512 visible ASCII characters without spaces (a long random secret; it travels in a header)',
     }),
   ),
+  LOG_FORMAT: Type.Optional(
+    Type.Unsafe<'json' | 'pretty'>({
+      type: 'string',
+      enum: ['json', 'pretty'],
+      description:
+        'json (one JSON object a line, the default) or pretty (for a person at a terminal)',
+    }),
+  ),
+  IAM_METRICS_PORT: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,5}$', description: 'a TCP port, 0–65535' }),
+  ),
+  IAM_METRICS_HOST: Type.Optional(Type.String({ minLength: 1, description: 'a listen address' })),
   LOG_LEVEL: Type.Optional(
     Type.Unsafe<(typeof LOG_LEVELS)[number]>({
       type: 'string',
@@ -115,7 +127,6 @@ const Environment = Type.Object({
     }),
   ),
   IAM_ACCESS_LOG: Type.Optional(BooleanText),
-  IAM_BENCH_WITHOUT_EVENTS: Type.Optional(BooleanText),
   IAM_CONSOLE_IDLE_TIMEOUT_SECONDS: Type.Optional(
     Type.String({
       pattern: '^[1-9][0-9]{0,5}$',
@@ -196,6 +207,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     ),
     bootstrapApiKey: vars.IAM_BOOTSTRAP_API_KEY ?? null,
     logLevel: vars.LOG_LEVEL ?? 'info',
+    logFormat: vars.LOG_FORMAT ?? 'json',
+    /**
+     * IAM_METRICS_PORT: /metrics (and /healthz, /readyz) on a listener of their own, and
+     * /metrics no longer on the public one; null: everything on PORT.
+     */
+    metricsListener: metricsListener(vars, port),
     rateLimitPerMinute: Number(vars.IAM_RATE_LIMIT_PER_MINUTE ?? 60_000),
     /** Failed authentications per minute per client address (API keys, /oauth2/token); 0: off. */
     authFailuresPerMinute: Number(vars.IAM_AUTH_FAILURES_PER_MINUTE ?? 60),
@@ -228,14 +245,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     eventRetentionDays: Number(vars.IAM_EVENT_RETENTION_DAYS ?? 90),
     /** One info line per request (route, status, duration, request id, API key id). */
     accessLog: vars.IAM_ACCESS_LOG !== 'false',
-    /** For the bench only: writes record no event, to measure what the audit trail costs. */
-    recordEvents: vars.IAM_BENCH_WITHOUT_EVENTS !== 'true',
     /** Admin console sessions: idle 30 min and 8 h at most, unless set. */
     console: {
       idleTimeoutMs: Number(vars.IAM_CONSOLE_IDLE_TIMEOUT_SECONDS ?? 1800) * 1000,
       absoluteTimeoutMs: Number(vars.IAM_CONSOLE_SESSION_LIFETIME_SECONDS ?? 28_800) * 1000,
     },
   };
+}
+
+/** IAM_METRICS_PORT and IAM_METRICS_HOST (default: HOST's address). */
+function metricsListener(vars: Environment, publicPort: number) {
+  if (vars.IAM_METRICS_PORT === undefined) {
+    if (vars.IAM_METRICS_HOST !== undefined) {
+      throw new ConfigError(
+        'invalid configuration: IAM_METRICS_HOST is set but IAM_METRICS_PORT is not; set IAM_METRICS_PORT to serve /metrics on a listener of its own',
+      );
+    }
+    return null;
+  }
+  const port = Number(vars.IAM_METRICS_PORT);
+  if (port > 65535) {
+    throw new ConfigError('invalid configuration: IAM_METRICS_PORT must be at most 65535');
+  }
+  if (port === publicPort && port !== 0) {
+    throw new ConfigError(
+      'invalid configuration: IAM_METRICS_PORT must differ from PORT (it opens a listener of its own)',
+    );
+  }
+  return { port, host: vars.IAM_METRICS_HOST ?? vars.HOST ?? '127.0.0.1' };
 }
 
 /** IAM_SECRET_KEY_PREVIOUS, which only makes sense beside a different IAM_SECRET_KEY. */

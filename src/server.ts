@@ -6,8 +6,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
+import { isColorSupported, prettyFactory } from 'pino-pretty';
 import { prepareAccess } from './access.js';
 import { buildApp } from './app.js';
+import { buildOperationsApp } from './operations-app.js';
 import { systemClock } from './clock.js';
 import { type Config, ConfigError } from './config.js';
 import { registerTypeBoxFormats } from './http/formats.js';
@@ -36,7 +38,24 @@ export function packageVersion(): string {
   return manifest.version;
 }
 
-export function createLogger(level: string, destination?: pino.DestinationStream) {
+/**
+ * What Fastify is given to log when a listener opens ("Server listening at …", once per
+ * address): createLogger drops it, since Tessera logs one line of its own with more in it.
+ */
+const LISTENING_TEXT = 'tessera: listening';
+export const dropListeningText = { listenTextResolver: () => LISTENING_TEXT };
+
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * The process's logger: JSON lines (pino) on stdout, or `pretty` (LOG_FORMAT=pretty): one
+ * readable line per entry, in colour on a terminal, for a person watching a development server.
+ */
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  format: LogFormat = 'json',
+) {
   const options: pino.LoggerOptions = {
     level,
     // Belt and braces: request headers are not logged, but if they ever are, keys are not.
@@ -44,15 +63,40 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       paths: ['req.headers.authorization', 'headers.authorization', 'authorization'],
       censor: '[redacted]',
     },
+    hooks: {
+      logMethod(args, method) {
+        if (args[0] !== LISTENING_TEXT) method.apply(this, args);
+      },
+    },
   };
+  if (format === 'pretty') {
+    // Formatted as written, synchronously (stdout is synchronous for files, pipes and
+    // terminals on Linux): the last line before an exit is not lost.
+    const prettify = prettyFactory({
+      colorize: destination === undefined && isColorSupported,
+      singleLine: true,
+      ignore: 'pid,hostname',
+      translateTime: 'SYS:HH:MM:ss.l',
+    });
+    const output = destination ?? process.stdout;
+    return pino(options, { write: (line: string) => output.write(prettify(line)) });
+  }
   return destination === undefined ? pino(options) : pino(options, destination);
 }
 
-export async function startServer(config: Config): Promise<FastifyInstance> {
+/**
+ * `recordEvents: false` is for the bench alone (bench/serve-without-events.mjs), which measures
+ * what the audit trail costs. No setting turns the audit trail off: a variable that could would
+ * let one line of configuration silently break the promise that every change has its event.
+ */
+export async function startServer(
+  config: Config,
+  options: { recordEvents?: boolean } = {},
+): Promise<FastifyInstance> {
   registerTypeBoxFormats();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const store = openStore(config.database, {
-    recordEvents: config.recordEvents,
+    recordEvents: options.recordEvents !== false,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
     onListenerTrouble: (message, error) =>
@@ -122,7 +166,12 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     version,
     metrics,
     accessLog: config.accessLog,
+    serveMetrics: config.metricsListener === null,
   });
+  const operations =
+    config.metricsListener === null
+      ? null
+      : await buildOperationsApp({ store, metrics: metrics.registry, logger });
   const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>
     logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
   );
@@ -137,15 +186,25 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       ? null
       : startScheduledBackups(config.backups, config.database.path, version, metrics, logger);
   app.addHook('onClose', async function closeStore() {
+    await operations?.close();
     await backups?.stop();
     stopPruning();
     stopRefreshing();
     await store.close();
     rateLimitRedis?.disconnect();
   });
-  await app.listen({ port: config.port, host: config.host });
+  // The operations listener first: an instance that cannot open it serves nothing.
+  if (operations !== null)
+    await operations.listen({ ...config.metricsListener, ...dropListeningText });
+  await app.listen({ port: config.port, host: config.host, ...dropListeningText });
   app.log.info(
-    { version, node: process.versions.node, store: store.kind, address: app.listeningOrigin },
+    {
+      version,
+      node: process.versions.node,
+      store: store.kind,
+      address: app.listeningOrigin,
+      ...(operations === null ? {} : { metrics_address: operations.listeningOrigin }),
+    },
     'Tessera is serving',
   );
   stopGracefullyOnSignals(app);

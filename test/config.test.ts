@@ -220,3 +220,49 @@ describe('audit trail settings', () => {
     assert.throws(() => loadConfig({ IAM_ACCESS_LOG: 'yes' }), /IAM_ACCESS_LOG/);
   });
 });
+
+describe('log format and the metrics listener', () => {
+  it('logs JSON unless LOG_FORMAT=pretty', () => {
+    assert.equal(loadConfig({}).logFormat, 'json');
+    assert.equal(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty');
+    assert.throws(() => loadConfig({ LOG_FORMAT: 'text' }), /LOG_FORMAT must be json .* or pretty/);
+  });
+
+  it('serves /metrics on the public port unless IAM_METRICS_PORT is set', () => {
+    assert.equal(loadConfig({}).metricsListener, null);
+    assert.deepEqual(loadConfig({ IAM_METRICS_PORT: '9464' }).metricsListener, {
+      port: 9464,
+      host: '127.0.0.1',
+    });
+    // The metrics listener listens where the API does, unless told otherwise.
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0', IAM_METRICS_PORT: '9464' }).metricsListener, {
+      port: 9464,
+      host: '0.0.0.0',
+    });
+    assert.deepEqual(
+      loadConfig({ HOST: '0.0.0.0', IAM_METRICS_PORT: '9464', IAM_METRICS_HOST: '10.0.0.5' })
+        .metricsListener,
+      { port: 9464, host: '10.0.0.5' },
+    );
+  });
+
+  it('refuses a metrics port equal to PORT, out of range, or a host without a port', () => {
+    assert.throws(
+      () => loadConfig({ PORT: '9000', IAM_METRICS_PORT: '9000' }),
+      /IAM_METRICS_PORT must differ from PORT/,
+    );
+    assert.throws(() => loadConfig({ IAM_METRICS_PORT: '8080' }), /must differ from PORT/);
+    assert.throws(
+      () => loadConfig({ IAM_METRICS_PORT: '70000' }),
+      /IAM_METRICS_PORT must be at most 65535/,
+    );
+    assert.throws(
+      () => loadConfig({ IAM_METRICS_PORT: 'x' }),
+      /IAM_METRICS_PORT must be a TCP port/,
+    );
+    assert.throws(
+      () => loadConfig({ IAM_METRICS_HOST: '127.0.0.1' }),
+      /IAM_METRICS_HOST is set but IAM_METRICS_PORT is not/,
+    );
+  });
+});

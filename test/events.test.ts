@@ -420,7 +420,7 @@ describe('retention of the webhook delivery log', () => {
 });
 
 describe('access log (IAM_ACCESS_LOG)', () => {
-  it('writes one info line per request: route pattern, status, duration, request id, key id', async () => {
+  it('writes one info line per request: route pattern, status, duration, request id, address, key id', async () => {
     const logged = await buildTestApp({ accessLog: true, logLevel: 'info' });
     try {
       const keyId = (
@@ -439,10 +439,17 @@ describe('access log (IAM_ACCESS_LOG)', () => {
       assert.equal(found!.route, '/iam/api/v1/applications/:client_id');
       assert.equal(found!.status, 404);
       assert.equal(found!.request_id, 'access-1');
+      assert.ok(!('reqId' in found!), 'the request id is in the line once');
+      assert.equal(found!.client_address, '127.0.0.1');
       assert.equal(found!.api_key_id, keyId);
       assert.equal(typeof found!.duration_ms, 'number');
       assert.ok(!JSON.stringify(lines).includes('secret-app-name'), 'the path is not logged');
       assert.equal(refused!.status, 401);
+      assert.equal(
+        refused!.client_address,
+        '127.0.0.1',
+        'a refused key is logged with its address',
+      );
       assert.equal(refused!.api_key_id, null);
     } finally {
       await logged.close();

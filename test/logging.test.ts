@@ -1,29 +1,67 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { createLogger } from '../src/server.js';
+import Fastify from 'fastify';
+import { createLogger, dropListeningText } from '../src/server.js';
+
+function collector() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      lines.push(chunk.toString());
+      callback();
+    },
+  });
+  return { lines, stream };
+}
 
 describe('createLogger', () => {
   it('redacts Authorization wherever a request or its headers are logged', () => {
-    const lines: string[] = [];
-    const logger = createLogger(
-      'info',
-      new Writable({
-        write(chunk: Buffer, _encoding, callback) {
-          lines.push(chunk.toString());
-          callback();
-        },
-      }),
-    );
-    const authorization = 'apikey tsr_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG';
-    logger.info({ req: { method: 'GET', headers: { authorization } } }, 'a request');
-    logger.info({ headers: { authorization, accept: 'application/json' } }, 'some headers');
-    logger.info({ authorization }, 'a bare header');
-    assert.equal(lines.length, 3);
-    for (const line of lines) {
-      assert.ok(!line.includes('tsr_'), line);
-      assert.match(line, /"authorization":"\[redacted\]"/);
+    for (const format of ['json', 'pretty'] as const) {
+      const { lines, stream } = collector();
+      const logger = createLogger('info', stream, format);
+      const authorization = 'apikey tsr_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG';
+      logger.info({ req: { method: 'GET', headers: { authorization } } }, 'a request');
+      logger.info({ headers: { authorization, accept: 'application/json' } }, 'some headers');
+      logger.info({ authorization }, 'a bare header');
+      assert.equal(lines.length, 3, format);
+      for (const line of lines) {
+        assert.ok(!line.includes('tsr_'), line);
+        assert.match(line, /"authorization":"\[redacted\]"/);
+      }
+      assert.match(lines[1]!, /"accept":"application\/json"/, 'other headers are kept');
     }
-    assert.match(lines[1]!, /"accept":"application\/json"/, 'other headers are kept');
+  });
+
+  it('LOG_FORMAT=pretty writes one readable line per entry: time, level, message, members', () => {
+    const { lines, stream } = collector();
+    const logger = createLogger('info', stream, 'pretty');
+    logger
+      .child({ request_id: 'r-1' })
+      .info({ method: 'GET', route: '/iam/api/v1/applications', status: 200 }, 'request');
+    logger.warn('IAM_SECRET_KEY is not set');
+    assert.equal(lines.length, 2);
+    assert.match(
+      lines[0]!,
+      /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: request \{"request_id":"r-1","method":"GET","route":"\/iam\/api\/v1\/applications","status":200\}\n$/,
+    );
+    assert.match(lines[1]!, /^\[[\d:.]+\] WARN: IAM_SECRET_KEY is not set\n$/);
+    assert.ok(!lines.join('').includes('\u001b['), 'no colour codes when not on a terminal');
+  });
+
+  it('drops Fastify\'s own "Server listening" line: Tessera logs one line of its own', async () => {
+    for (const format of ['json', 'pretty'] as const) {
+      const { lines, stream } = collector();
+      const app = Fastify({ loggerInstance: createLogger('info', stream, format) });
+      try {
+        // As server.ts listens.
+        await app.listen({ port: 0, host: '127.0.0.1', ...dropListeningText });
+        app.log.info('something else');
+      } finally {
+        await app.close();
+      }
+      assert.equal(lines.length, 1, lines.join(''));
+      assert.match(lines[0]!, /something else/);
+    }
   });
 });

@@ -7,8 +7,10 @@ export function isDebugEnabled(log: FastifyBaseLogger): boolean {
 
 /**
  * The access log: one info line per request, with the route pattern (never the path, which
- * can hold identifiers), status, duration, request id and the id of the API key that made it.
- * Never the key itself: only its id, which the key's record shows.
+ * can hold identifiers), status, duration, the client's address (the proxy's unless
+ * IAM_TRUST_PROXY; the address refused keys are counted by), and the id of the API key that
+ * made it. Never the key itself: only its id, which the key's record shows. The request id is
+ * the request logger's own `request_id` (app.ts), so it is in the line once.
  */
 export function registerAccessLog(app: FastifyInstance): void {
   app.addHook('onResponse', function logAccess(request, reply, done) {
@@ -18,7 +20,7 @@ export function registerAccessLog(app: FastifyInstance): void {
         route: request.routeOptions.url ?? null,
         status: reply.statusCode,
         duration_ms: Math.round(reply.elapsedTime * 100) / 100,
-        request_id: request.id,
+        client_address: request.ip,
         api_key_id: request.apiKey?.id ?? request.consoleSession?.key.id ?? null,
       },
       'request',

@@ -21,7 +21,7 @@ export interface OpenStoreOptions {
   onListenerTrouble?: (message: string, error?: unknown) => void;
   /** Open an existing SQLite file only; never create it or its directory. */
   mustExist?: boolean;
-  /** False only for the bench's runs without events (IAM_BENCH_WITHOUT_EVENTS). */
+  /** False only for the bench's runs without events (bench/serve-without-events.mjs). */
   recordEvents?: boolean;
 }
 

@@ -11,7 +11,12 @@ const Status = named('HealthStatus', Type.Object({ status: Type.String() }));
 
 export function registerHealthRoutes(
   app: FastifyInstance,
-  deps: { store: Store; metrics: Registry },
+  deps: {
+    store: Store;
+    metrics: Registry;
+    /** False when /metrics is served on a listener of its own (IAM_METRICS_PORT). */
+    serveMetrics?: boolean;
+  },
 ): void {
   app.get(
     '/healthz',
@@ -60,6 +65,7 @@ export function registerHealthRoutes(
     },
   );
 
+  if (deps.serveMetrics === false) return;
   app.get(
     '/metrics',
     {

@@ -6,7 +6,7 @@ import { PostgresExecutor } from './postgres-executor.js';
 
 export interface PostgresStoreOptions {
   /**
-   * False only in the bench's "without events" runs (IAM_BENCH_WITHOUT_EVENTS), to measure
+   * False only in the bench's "without events" runs (bench/serve-without-events.mjs), to measure
    * what the audit trail costs: writes then record no event. Never off in service.
    */
   recordEvents?: boolean;

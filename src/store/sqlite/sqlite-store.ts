@@ -10,7 +10,7 @@ import { translateSqliteError } from './sqlite-errors.js';
 
 export interface SqliteStoreOptions {
   /**
-   * False only in the bench's "without events" runs (IAM_BENCH_WITHOUT_EVENTS), to measure
+   * False only in the bench's "without events" runs (bench/serve-without-events.mjs), to measure
    * what the audit trail costs: writes then record no event. Never off in service.
    */
   recordEvents?: boolean;
