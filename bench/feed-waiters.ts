@@ -5,7 +5,7 @@
 // (2 s), alternately with no long poll waiting and with BENCH_FEED_WAITERS (1,000) long polls
 // open over real HTTP, in pairs of alternating order (BENCH_FEED_PAIRS, 4). Nothing is written,
 // so the long polls stay idle. Printed: the other caller's median and p99 latency without and
-// with the waiters, and the server's CPU per slice. Target (§14): no measurable difference
+// with the waiters, and the server's CPU per slice. Target: no measurable difference
 // (the median with waiters within the noise of the run: 10 %).
 
 import { randomBytes } from 'node:crypto';
