@@ -43,3 +43,23 @@ describe('the repository stands alone', () => {
     assert.deepEqual(citing, []);
   });
 });
+
+describe('the Markdown files render as written', () => {
+  it('has no table cut in two: each run of table rows starts with a header and its delimiter', () => {
+    const cut: string[] = [];
+    for (const file of filesEndingWith(repository, ['.md'])) {
+      const lines = readFileSync(file, 'utf8').split('\n');
+      let inFence = false;
+      for (let index = 0; index < lines.length; index++) {
+        const line = lines[index]!;
+        if (/^\s*```/.test(line)) inFence = !inFence;
+        const startsRun = line.startsWith('|') && !lines[index - 1]?.startsWith('|');
+        // A run of rows without its delimiter is shown as text, `|` and all.
+        if (!inFence && startsRun && !/^\|(\s*:?-+:?\s*\|)+\s*$/.test(lines[index + 1] ?? '')) {
+          cut.push(`${relative(repository, file)}:${index + 1}: ${line.slice(0, 60)}`);
+        }
+      }
+    }
+    assert.deepEqual(cut, []);
+  });
+});
