@@ -25,7 +25,9 @@ export type DomainErrorCode =
   /** The user is inactive (deprovisioned): no token is issued for it. */
   | 'inactive'
   /** Writers elsewhere kept changing the resource; the caller may retry. */
-  | 'busy';
+  | 'busy'
+  /** The change would leave no working unrestricted API key with every role: nobody could administer Tessera. */
+  | 'last_admin_key';
 
 /** Which uniqueness rule a conflict broke. */
 export type ConflictRule =

@@ -17,6 +17,7 @@ export const problemKinds = {
   'request-timeout': { status: 408, title: 'Request timeout' },
   conflict: { status: 409, title: 'Conflict' },
   'user-inactive': { status: 409, title: 'The user is inactive' },
+  'last-admin-key': { status: 409, title: 'The last administrator key cannot be revoked' },
   'precondition-failed': { status: 412, title: 'Precondition failed' },
   'payload-too-large': { status: 413, title: 'Request body too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },

@@ -2,7 +2,7 @@
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { after, before, beforeEach, afterEach, describe, it } from 'node:test';
-import type { Role } from '../src/roles.js';
+import { ROLES, type Role } from '../src/roles.js';
 import {
   START_TIME,
   buildTestApp,
@@ -390,6 +390,62 @@ describe('DELETE /api-keys/:id', () => {
       headers: { 'if-match': String(current.headers.etag) },
     });
     assert.equal(deleted.statusCode, 204);
+  });
+});
+
+describe('DELETE /api-keys/:id of the last administrator key', () => {
+  const ctx = useTestApp();
+  const ALL_ROLES = [...ROLES];
+
+  async function idOf(secret: string): Promise<string> {
+    return (await ctx.services.authenticator.authenticate(secret))!.id;
+  }
+
+  it('refuses with 409 last-admin-key, saying why, and the key keeps working', async () => {
+    const admin = await idOf(ctx.adminKey);
+    const refused = problemOf(await call(ctx, 'DELETE', `/api-keys/${admin}`), 409);
+    assert.equal(refused.type, 'https://tessera.dev/problems/last-admin-key');
+    assert.equal(refused.title, 'The last administrator key cannot be revoked');
+    assert.match(refused.detail, /last working API key with every role.*Create another/);
+    assert.equal((await call(ctx, 'GET', `/api-keys/${admin}`)).json().revoked_at, null);
+    assert.equal((await call(ctx, 'GET', '/applications')).statusCode, 200);
+  });
+
+  it('counts neither an expired, a restricted nor a narrower key as another administrator', async () => {
+    const admin = await idOf(ctx.adminKey);
+    await createApplication(ctx, { client_id: 'only-app' });
+    const soon = new Date(START_TIME + 60_000).toISOString();
+    await issueKey(ctx, { name: 'expires', roles: ALL_ROLES, expires_at: soon });
+    await issueKey(ctx, { name: 'restricted', roles: ALL_ROLES, applications: ['only-app'] });
+    await issueKey(ctx, { name: 'narrower', roles: ALL_ROLES.filter((r) => r !== 'events:read') });
+    ctx.clock.advance(60_000);
+    problemOf(await call(ctx, 'DELETE', `/api-keys/${admin}`), 409);
+  });
+
+  it('revokes an administrator key while another works, then refuses the other; of two concurrent revocations of the last two, one goes through', async () => {
+    const first = await idOf(ctx.adminKey);
+    const second = await issueKey(ctx, { name: 'second admin', roles: ALL_ROLES });
+    assert.equal((await call(ctx, 'DELETE', `/api-keys/${first}`)).statusCode, 204);
+    problemOf(await call(ctx, 'DELETE', `/api-keys/${second.id}`, { key: second.key }), 409);
+
+    const third = await issueKey(ctx, { name: 'third admin', roles: ALL_ROLES }, second.key);
+    // Through the service, so neither request is refused for its own key being revoked first.
+    const outcomes = await Promise.allSettled(
+      [second.id, third.id].map((id) =>
+        ctx.services.apiKeys.revokeApiKey('operator', id, {
+          actor: { type: 'cli', id: null },
+          requestId: null,
+        }),
+      ),
+    );
+    assert.deepEqual(
+      outcomes
+        .map((outcome) =>
+          outcome.status === 'fulfilled' ? 'revoked' : (outcome.reason as { code: string }).code,
+        )
+        .sort(),
+      ['last_admin_key', 'revoked'],
+    );
   });
 });
 

@@ -59,6 +59,8 @@ function domainProblem(error: DomainError): ProblemError {
       return problem('precondition-failed', error.detail);
     case 'inactive':
       return problem('user-inactive', error.detail);
+    case 'last_admin_key':
+      return problem('last-admin-key', error.detail);
     case 'busy':
       return problem('write-contention', error.detail, {
         headers: { 'retry-after': String(error.retryAfterSeconds ?? 1) },

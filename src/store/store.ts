@@ -289,9 +289,17 @@ export interface ApiKeyRepository {
   touchApiKey(id: string, usedAt: number): Promise<void>;
   /**
    * Revokes the key at `revokedAt`, keeping its record; false when it does not exist or was
-   * revoked already (the first revocation time stays).
+   * revoked already (the first revocation time stays). With `whileAnyWorks`, only while at
+   * least one of those other keys is unrevoked and unexpired at `revokedAt` (else false,
+   * nothing written): atomic across instances, so two racing revocations never both take the
+   * last of them.
    */
-  revokeApiKey(id: string, revokedAt: number, events: readonly NewEvent[]): Promise<boolean>;
+  revokeApiKey(
+    id: string,
+    revokedAt: number,
+    events: readonly NewEvent[],
+    whileAnyWorks?: readonly string[],
+  ): Promise<boolean>;
 }
 
 export interface GroupRepository {

@@ -246,7 +246,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description Takes effect on every instance within one second. The key is kept, with `revoked_at`; revoking it again changes nothing. A key can revoke only keys whose roles and restriction lie within its own (else 403).
+         * @description Takes effect on every instance within one second. The key is kept, with `revoked_at`; revoking it again changes nothing. A key can revoke only keys whose roles and restriction lie within its own (else 403). The last working key with every role and no application restriction is never revoked: 409 `last-admin-key` (create another such key first), so the service always has an administrator.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -3549,6 +3549,15 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

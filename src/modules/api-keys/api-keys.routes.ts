@@ -157,12 +157,14 @@ export function registerApiKeyRoutes(
         description:
           'Takes effect on every instance within one second. The key is kept, with `revoked_at`; ' +
           'revoking it again changes nothing. A key can revoke only keys whose roles and ' +
-          'restriction lie within its own (else 403).',
+          'restriction lie within its own (else 403). The last working key with every role and ' +
+          'no application restriction is never revoked: 409 `last-admin-key` (create another ' +
+          'such key first), so the service always has an administrator.',
         security: apiKeySecurity,
         params: ApiKeyParams,
         querystring: NoQuery,
         headers: IfMatchHeaders,
-        response: { 204: NoContent, ...problemResponses(403, 404, 412) },
+        response: { 204: NoContent, ...problemResponses(403, 404, 409, 412) },
       },
     },
     async function revokeApiKey(request, reply) {

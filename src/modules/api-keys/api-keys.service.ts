@@ -3,6 +3,7 @@ import { type ChangeOrigin, SYSTEM_ORIGIN, apiKeyEvent } from '../changes.js';
 import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../clock.js';
 import { type VersionCondition, anyVersion, updateConditionally } from '../conditional-writes.js';
+import { domainError } from '../../domain-error.js';
 import { invalid, problem } from '../../problems.js';
 import { ROLES, type Role } from '../../roles.js';
 import { DuplicateError } from '../../store/errors.js';
@@ -155,6 +156,9 @@ export class ApiKeysService {
    * Revokes a key the caller may see and whose powers lie within its own (else 403), keeping
    * its record with revoked_at. Revoking a revoked key changes nothing. Takes effect here at
    * once and on every other instance within a second (their lookups are cached for 500 ms).
+   * The last working administrator key (unrestricted, every role) is never revoked
+   * (`last_admin_key`): whoever holds it could not create another, and nobody could administer
+   * the service any more.
    */
   async revokeApiKey(
     caller: KeyCaller,
@@ -163,18 +167,31 @@ export class ApiKeysService {
     condition: VersionCondition = anyVersion,
   ): Promise<ApiKeyRecord> {
     const now = this.deps.clock.now();
+    /** The other administrator keys the revocation counts on, when it takes one. */
+    let keeping: string[] | undefined;
     const revoked = await updateConditionally({
       load: () => this.findVersioned(caller, id),
       notFound: () => keyNotFound(id),
       condition,
-      change: (current) => {
+      change: async (current) => {
         assertWithinCaller(caller, current, 'revoke');
-        return current.revokedAt === null ? { ...current, revokedAt: now, updatedAt: now } : null;
+        if (current.revokedAt !== null) return null;
+        keeping = undefined;
+        if (isAdministratorKey(current, now)) {
+          keeping = (await this.findAdministratorKeys(now)).filter((other) => other !== id);
+          if (keeping.length === 0) throw lastAdministratorKey();
+        }
+        return { ...current, revokedAt: now, updatedAt: now };
       },
+      // With another administrator key to count on, the store revokes only while one of them
+      // still works: a concurrent revocation of that one makes this attempt read again.
       save: (next, _expected, current) =>
-        this.deps.store.apiKeys.revokeApiKey(id, next.revokedAt!, [
-          apiKeyEvent('api_key.revoked', origin, now, current, next),
-        ]),
+        this.deps.store.apiKeys.revokeApiKey(
+          id,
+          next.revokedAt!,
+          [apiKeyEvent('api_key.revoked', origin, now, current, next)],
+          keeping,
+        ),
     });
     this.deps.authenticator.forgetKey(id);
     return withoutVersion(revoked);
@@ -324,6 +341,27 @@ export class ApiKeysService {
     return (await this.deps.store.apiKeys.insertFirstApiKey(record, events)) ? record : null;
   }
 
+  /**
+   * The ids of the working administrator keys (unrestricted, every role), in id order: when
+   * only one is left, revoking it is refused. A scan: keys are few.
+   */
+  listAdministratorKeyIds(): Promise<string[]> {
+    return this.findAdministratorKeys(this.deps.clock.now());
+  }
+
+  private async findAdministratorKeys(now: number): Promise<string[]> {
+    const found: string[] = [];
+    for await (const key of this.visibleKeys(
+      'operator',
+      { includeRevoked: false },
+      null,
+      SCAN_PAGE,
+    )) {
+      if (isAdministratorKey(key, now)) found.push(key.id);
+    }
+    return found;
+  }
+
   private async findVisible(caller: KeyCaller, id: string): Promise<ApiKeyRecord | undefined> {
     const key = await this.deps.store.apiKeys.findApiKey(id);
     // A key outside the caller's restriction is reported missing: its existence is not theirs to learn.
@@ -362,6 +400,26 @@ function newKeyRecord(name: string, secretDigest: string, now: number): ApiKeyRe
 /** An unrestricted, never-expiring key with every role: the operator's keys. */
 function allRolesKey(name: string, secretDigest: string, now: number): ApiKeyRecord {
   return { ...newKeyRecord(name, secretDigest, now), roles: [...ROLES] };
+}
+
+/**
+ * An administrator key: it works (not revoked, not expired), is restricted to no application
+ * and holds every role, so it can create any other key.
+ */
+export function isAdministratorKey(key: ApiKeyRecord, now: number): boolean {
+  return (
+    key.revokedAt === null &&
+    (key.expiresAt === null || key.expiresAt > now) &&
+    key.applications === null &&
+    ROLES.every((role) => key.roles.includes(role))
+  );
+}
+
+function lastAdministratorKey() {
+  return domainError(
+    'last_admin_key',
+    'This is the last working API key with every role and no application restriction: revoking it would leave nobody able to administer Tessera. Create another such key first, then revoke this one.',
+  );
 }
 
 function keyNotFound(id: string) {

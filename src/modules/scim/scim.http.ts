@@ -65,6 +65,7 @@ function domainScimError(error: DomainError): {
     case 'version_mismatch':
       return { error: new ScimError(412, null, error.detail), headers: {} };
     case 'inactive':
+    case 'last_admin_key':
       return { error: new ScimError(409, null, error.detail), headers: {} };
     case 'busy':
       return {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuplicateError } from '../errors.js';
-import type { ApiKeyRecord } from '../store.js';
+import type { ApiKeyRecord, NewEvent } from '../store.js';
 import { type ContractContext, T0, apiKeyRecord, keyId, walkPages } from './fixtures.js';
 
 const ALL = { includeRevoked: true };
@@ -181,6 +181,40 @@ export function describeApiKeysContract(ctx: ContractContext): void {
       // A revoked key still counts: the store is not empty, so no first key is issued.
       assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(2), T0, []), true);
       assert.equal(await ctx.store.apiKeys.insertFirstApiKey(apiKeyRecord(keyId(9)), []), false);
+    });
+
+    it('revokes a key only while another of the named keys still works, when asked', async () => {
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(1)), []);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(2), { expiresAt: T0 + 100 }), []);
+      await ctx.store.apiKeys.insertApiKey(apiKeyRecord(keyId(3)), []);
+      const stale: NewEvent[] = [
+        {
+          type: 'api_key.revoked',
+          occurredAt: T0,
+          actor: { type: 'api_key', id: keyId(1) },
+          clientId: null,
+          resource: { type: 'api_key', id: { id: keyId(1) } },
+          changes: null,
+          requestId: null,
+        },
+      ];
+      // Key 2 has expired by T0 + 100, and key 3 is not named: nothing is written.
+      assert.equal(
+        await ctx.store.apiKeys.revokeApiKey(keyId(1), T0 + 100, stale, [keyId(2)]),
+        false,
+      );
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(1), T0 + 100, stale, []), false);
+      assert.equal((await ctx.store.apiKeys.findApiKey(keyId(1)))!.revokedAt, null);
+      assert.equal(await ctx.store.events.lastEventId(), null, 'no event without the change');
+      // Key 2 works until T0 + 100.
+      assert.equal(await ctx.store.apiKeys.revokeApiKey(keyId(1), T0 + 99, [], [keyId(2)]), true);
+      await ctx.store.apiKeys.revokeApiKey(keyId(2), T0 + 99, []);
+      assert.equal(
+        await ctx.store.apiKeys.revokeApiKey(keyId(3), T0 + 99, [], [keyId(1), keyId(2)]),
+        false,
+        'both named keys are revoked',
+      );
+      assert.equal((await ctx.store.apiKeys.findApiKey(keyId(3)))!.revokedAt, null);
     });
 
     it('pages past revoked keys when listing live ones', async () => {

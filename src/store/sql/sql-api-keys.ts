@@ -157,18 +157,42 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     return updated === 1;
   }
 
-  async revokeApiKey(id: string, revokedAt: number, events: readonly NewEvent[]): Promise<boolean> {
-    const [updated] = await this.sql.write(
-      [
-        this.sql.db
-          .updateTable('api_keys')
-          .set({ revoked_at: revokedAt, updated_at: revokedAt })
-          .where('id', '=', id)
-          .where('revoked_at', 'is', null)
-          .compile(),
-      ],
-      { events: events.map(toEventRow) },
-    );
+  async revokeApiKey(
+    id: string,
+    revokedAt: number,
+    events: readonly NewEvent[],
+    whileAnyWorks?: readonly string[],
+  ): Promise<boolean> {
+    const { db } = this.sql;
+    let statement = db
+      .updateTable('api_keys')
+      .set({ revoked_at: revokedAt, updated_at: revokedAt })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null);
+    if (whileAnyWorks !== undefined) {
+      if (whileAnyWorks.length === 0) return false;
+      statement = statement.where((eb) =>
+        eb.exists(
+          db
+            .selectFrom('api_keys as other')
+            .select('other.id')
+            .where('other.id', 'in', [...whileAnyWorks])
+            .where('other.revoked_at', 'is', null)
+            .where((inner) =>
+              inner.or([
+                inner('other.expires_at', 'is', null),
+                inner('other.expires_at', '>', revokedAt),
+              ]),
+            ),
+        ),
+      );
+    }
+    // Serializable: two revocations that each count on the other key still working cannot
+    // both commit (PostgreSQL refuses one as a serialization failure, and it is run again).
+    const [updated] = await this.sql.write([statement.compile()], {
+      events: events.map(toEventRow),
+      ...(whileAnyWorks === undefined ? {} : { serializable: true }),
+    });
     return updated === 1;
   }
 }
