@@ -63,6 +63,12 @@ const ROUTES: ConsoleRoute[] = [
     request: () => ({ path: '/console/account' }),
   },
   {
+    method: 'GET',
+    path: '/console/users',
+    access: ['users:read'],
+    request: () => ({ path: '/console/users' }),
+  },
+  {
     method: 'POST',
     path: '/console/sign-out',
     access: [],
@@ -174,9 +180,15 @@ const ROUTES: ConsoleRoute[] = [
     request: () => ({ path: `/console/api-keys/${MISSING_ID}/rotate`, fields: {} }),
   },
   {
+    method: 'GET',
+    path: '/console/api-keys/{id}/revoke',
+    access: ['keys:read', 'keys:write'],
+    request: () => ({ path: `/console/api-keys/${MISSING_ID}/revoke` }),
+  },
+  {
     method: 'POST',
     path: '/console/api-keys/{id}/revoke',
-    access: ['keys:write'],
+    access: ['keys:read', 'keys:write'],
     request: () => ({ path: `/console/api-keys/${MISSING_ID}/revoke`, fields: {} }),
   },
   {
@@ -192,9 +204,15 @@ const ROUTES: ConsoleRoute[] = [
     request: () => ({ path: '/console/signing-keys/rotate', fields: {} }),
   },
   {
+    method: 'GET',
+    path: '/console/signing-keys/{kid}/revoke',
+    access: ['keys:read', 'keys:write'],
+    request: () => ({ path: '/console/signing-keys/0000/revoke' }),
+  },
+  {
     method: 'POST',
     path: '/console/signing-keys/{kid}/revoke',
-    access: ['keys:write'],
+    access: ['keys:read', 'keys:write'],
     request: () => ({ path: '/console/signing-keys/0000/revoke', fields: {} }),
   },
 
@@ -243,9 +261,15 @@ const ROUTES: ConsoleRoute[] = [
     request: () => ({ path: `/console/webhooks/${MISSING_ID}/replay`, fields: {} }),
   },
   {
+    method: 'GET',
+    path: '/console/webhooks/{id}/delete',
+    access: ['webhooks:read', 'webhooks:write'],
+    request: () => ({ path: `/console/webhooks/${MISSING_ID}/delete` }),
+  },
+  {
     method: 'POST',
     path: '/console/webhooks/{id}/delete',
-    access: ['webhooks:write'],
+    access: ['webhooks:read', 'webhooks:write'],
     request: () => ({ path: `/console/webhooks/${MISSING_ID}/delete`, fields: {} }),
   },
 ];

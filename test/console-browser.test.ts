@@ -376,7 +376,10 @@ describe('the admin console in Chromium', { timeout: 300_000 }, async () => {
       0,
       'the secret is never shown again',
     );
-    await page.click('button[aria-label="Revoke key billing back end"]');
+    await page.click('a[aria-label="Revoke key billing back end…"]');
+    await page.waitForURL(/\/revoke$/);
+    await checkAccessibility('revoke key (confirmation)');
+    await page.click('button:has-text("Revoke key billing back end")');
     await page.waitForURL(/notice=revoked/);
     const refused = await callServer(
       console_.server,

@@ -401,7 +401,10 @@ describe('admin console', () => {
       const list = await client.get('/console/api-keys');
       assert.doesNotMatch(list.body, new RegExp(secret));
       const id = (await ctx.services.authenticator.authenticate(secret))!.id;
-      assert.equal((await client.post(`/console/api-keys/${id}/revoke`, {})).statusCode, 303);
+      assert.equal(
+        (await client.post(`/console/api-keys/${id}/revoke`, { confirm: 'yes' })).statusCode,
+        303,
+      );
       assert.equal(
         (await call(ctx, 'GET', '/applications/people/users', { key: secret })).statusCode,
         401,
@@ -505,8 +508,180 @@ describe('admin console', () => {
         303,
       );
       assert.match((await client.get(location)).body, /disabled/);
-      assert.equal((await client.post(`${location}/delete`, {})).statusCode, 303);
+      const unconfirmed = await client.post(`${location}/delete`, {});
+      assert.equal(unconfirmed.statusCode, 400);
+      assert.equal((await client.get(location)).statusCode, 200, 'nothing was deleted');
+      const confirm = await client.get(`${location}/delete`);
+      assert.match(confirm.body, /No event is sent to it any more/);
+      assert.match(confirm.body, /name="confirm" value="yes"/);
+      assert.equal((await client.post(`${location}/delete`, { confirm: 'yes' })).statusCode, 303);
       assert.equal((await client.get(location)).statusCode, 404);
+    });
+  });
+
+  describe('where a key lands', () => {
+    /** The navigation's links, and the one marked as the current page. */
+    function navigation(body: string) {
+      const nav = /<nav aria-label="Sections">([\s\S]*?)<\/nav>/.exec(body)?.[1] ?? '';
+      const links = [...nav.matchAll(/href="([^"]+)"/g)].map((match) => match[1]);
+      const current = /href="([^"]+)"\s+aria-current="page"/.exec(nav)?.[1] ?? null;
+      return { links, current };
+    }
+
+    it('sends a users key of one application to that application’s users, highlighted as Users', async () => {
+      const key = await ctx.createKey({
+        roles: ['users:read', 'users:write'],
+        applications: ['people'],
+      });
+      const client = await signedIn(key);
+      const home = await client.get('/console');
+      assert.equal(home.headers.location, '/console/applications/people/users');
+      const users = await client.get(home.headers.location!);
+      assert.equal(users.statusCode, 200);
+      assert.deepEqual(navigation(users.body), {
+        links: ['/console/applications/people/users'],
+        current: '/console/applications/people/users',
+      });
+      const account = await client.get('/console/account');
+      assert.doesNotMatch(account.body, /open no console page|None: its roles/);
+      assert.match(account.body, /href="\/console\/applications\/people\/users">Users</);
+    });
+
+    it('lets a users key of several applications choose among them', async () => {
+      const key = await ctx.createKey({
+        roles: ['users:read'],
+        applications: ['people', 'search-00'],
+      });
+      const client = await signedIn(key);
+      assert.equal((await client.get('/console')).headers.location, '/console/users');
+      const choice = await client.get('/console/users');
+      assert.match(choice.body, /href="\/console\/applications\/people\/users">people</);
+      assert.match(choice.body, /href="\/console\/applications\/search-00\/users">search-00</);
+      assert.equal(navigation(choice.body).current, '/console/users');
+      const named = await client.get('/console/users?client_id=people');
+      assert.equal(named.headers.location, '/console/applications/people/users');
+      assert.equal((await client.get('/console/users?client_id=search-01')).statusCode, 403);
+      assert.equal((await client.get('/console/users?client_id=%2F')).statusCode, 400);
+    });
+
+    it('shows the all-roles key every page on its account page, with no section highlighted but its own', async () => {
+      const client = await signedIn();
+      const account = await client.get('/console/account');
+      assert.doesNotMatch(account.body, /open no console page|None: its roles/);
+      for (const page of ['applications', 'api-keys', 'events', 'webhooks', 'signing-keys']) {
+        assert.match(account.body, new RegExp(`<li><a href="/console/${page}">`), page);
+      }
+      assert.equal(navigation(account.body).current, null);
+      assert.match(account.body, /href="\/console\/account"\s+aria-current="page"/);
+    });
+
+    it('tells a key whose roles open no page so, and only then', async () => {
+      const client = await signedIn(await ctx.createKey({ roles: ['tokens:write'] }));
+      assert.equal((await client.get('/console')).headers.location, '/console/account');
+      const account = await client.get('/console/account');
+      assert.match(account.body, /None: its roles \(tokens:write\) are for the API only/);
+      assert.deepEqual(navigation(account.body).links, []);
+    });
+  });
+
+  describe('destructive actions', () => {
+    async function keyIdOf(secret: string) {
+      return (await ctx.services.authenticator.authenticate(secret))!.id;
+    }
+
+    it('asks before revoking an API key, marks the session’s own, and revokes only when confirmed', async () => {
+      const client = await signedIn();
+      const victim = await ctx.createKey({ name: 'victim', roles: ['users:read'] });
+      const id = await keyIdOf(victim);
+      const list = await client.get('/console/api-keys');
+      assert.match(list.body, /admin <span class="tag">this key<\/span>/);
+      assert.match(list.body, new RegExp(`href="/console/api-keys/${id}/revoke"`));
+      assert.doesNotMatch(list.body, new RegExp(`action="/console/api-keys/${id}/revoke"`));
+      const confirm = await client.get(`/console/api-keys/${id}/revoke`);
+      assert.match(confirm.body, /Revoke key “victim”\?/);
+      assert.match(confirm.body, /Every request with this key is refused/);
+      const unconfirmed = await client.post(`/console/api-keys/${id}/revoke`, {});
+      assert.equal(unconfirmed.statusCode, 400);
+      assert.match(unconfirmed.body, /nothing was revoked/);
+      assert.ok(await ctx.services.authenticator.authenticate(victim), 'still works');
+      const revoked = await client.post(`/console/api-keys/${id}/revoke`, { confirm: 'yes' });
+      assert.equal(revoked.headers.location, '/console/api-keys?notice=revoked');
+      const withRevoked = await client.get('/console/api-keys?include_revoked=true');
+      assert.match(
+        withRevoked.body,
+        new RegExp(`id="key-${id}"[\\s\\S]*?revoked</span><br /><span class="subtle"\\s*>2\\d{3}-`),
+        'a revoked key shows when',
+      );
+    });
+
+    it('refuses to revoke the last administrator key, in the list, the confirmation and the POST', async () => {
+      // This app's other all-roles keys are created by tests above; revoke them first.
+      const admin = await keyIdOf(ctx.adminKey);
+      for (const other of await ctx.services.apiKeys.listAdministratorKeyIds()) {
+        if (other !== admin) await call(ctx, 'DELETE', `/api-keys/${other}`);
+      }
+      const client = await signedIn();
+      const list = await client.get('/console/api-keys');
+      assert.match(list.body, /last administrator key/);
+      assert.doesNotMatch(list.body, new RegExp(`href="/console/api-keys/${admin}/revoke"`));
+      const confirm = await client.get(`/console/api-keys/${admin}/revoke`);
+      assert.match(confirm.body, /You are signed in with this key/);
+      assert.match(confirm.body, /last working key with every role/);
+      assert.doesNotMatch(confirm.body, /name="confirm"/);
+      const refused = await client.post(`/console/api-keys/${admin}/revoke`, { confirm: 'yes' });
+      assert.equal(refused.statusCode, 409);
+      assert.match(refused.body, /Create another such key first/);
+      assert.equal((await call(ctx, 'GET', '/applications')).statusCode, 200);
+    });
+
+    it('ends the session when its own key is revoked from it', async () => {
+      const own = await ctx.createKey({ name: 'self-revoking' });
+      const client = await signedIn(own);
+      const id = await keyIdOf(own);
+      await client.get(`/console/api-keys/${id}/revoke`);
+      const revoked = await client.post(`/console/api-keys/${id}/revoke`, { confirm: 'yes' });
+      assert.equal(revoked.headers.location, '/console/sign-in?revoked=1');
+      const signIn = await client.get(revoked.headers.location!);
+      assert.match(signIn.body, /You revoked the key this session ran on/);
+      assert.equal((await client.get('/console/api-keys')).statusCode, 303);
+    });
+
+    it('asks before revoking a signing key, saying its tokens stop verifying and a new key takes over', async () => {
+      const client = await signedIn();
+      const page = await client.get('/console/signing-keys');
+      const kid = /href="\/console\/signing-keys\/([^"/]+)\/revoke"/.exec(page.body)![1]!;
+      const active = (await ctx.services.signingKeys.listSigningKeys()).find(
+        (key) => key.state === 'active',
+      )!;
+      const confirm = await client.get(`/console/signing-keys/${active.kid}/revoke`);
+      assert.match(confirm.body, /Every access token it signed stops verifying/);
+      assert.match(confirm.body, /a new key is created first and signs in its place at once/);
+      assert.ok(kid);
+      const unconfirmed = await client.post(`/console/signing-keys/${active.kid}/revoke`, {});
+      assert.equal(unconfirmed.statusCode, 400);
+      assert.equal(
+        (await ctx.services.signingKeys.listSigningKeys()).find((key) => key.kid === active.kid)!
+          .state,
+        'active',
+      );
+      const revoked = await client.post(`/console/signing-keys/${active.kid}/revoke`, {
+        confirm: 'yes',
+      });
+      assert.equal(revoked.statusCode, 303);
+      const after = await ctx.services.signingKeys.listSigningKeys();
+      assert.equal(after.find((key) => key.kid === active.kid)!.state, 'revoked');
+      assert.ok(after.some((key) => key.state === 'active'));
+    });
+
+    it('does not delete a user without the confirmation box ticked', async () => {
+      const client = await signedIn();
+      const user = (await call(ctx, 'GET', '/applications/people/users?limit=1')).json().items[0];
+      const refused = await client.post(`/console/applications/people/users/${user.id}/delete`, {});
+      assert.equal(refused.statusCode, 400);
+      assert.equal(
+        (await client.get(`/console/applications/people/users/${user.id}`)).statusCode,
+        200,
+      );
     });
   });
 
@@ -515,7 +690,7 @@ describe('admin console', () => {
       const key = await ctx.createKey({ roles: ['users:read'], applications: ['people'] });
       const client = await signedIn(key);
       const home = await client.get('/console');
-      assert.equal(home.headers.location, '/console/account');
+      assert.equal(home.headers.location, '/console/applications/people/users');
       const users = await client.get('/console/applications/people/users');
       assert.equal(users.statusCode, 200);
       assert.doesNotMatch(

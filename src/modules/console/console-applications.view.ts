@@ -8,6 +8,7 @@ import {
   field,
   formErrors,
   formatTime,
+  applicationSection,
   applicationsCrumb,
   page,
 } from './console-layout.view.js';
@@ -276,7 +277,7 @@ export function applicationPage(
   return page({
     title: application.clientId,
     viewer,
-    section: 'applications',
+    section: applicationSection(viewer),
     notice,
     body: html`<p class="crumbs">${applicationsCrumb(viewer)}</p>
       <div class="heading">

@@ -3,14 +3,22 @@
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Clock } from '../../clock.js';
-import { ProblemError, problem } from '../../problems.js';
+import { DomainError } from '../../domain-error.js';
+import { ProblemError, invalid, problem } from '../../problems.js';
 import type { Role } from '../../roles.js';
 import {
   type CreateApiKeyBody,
   CreateApiKeyBody as CreateApiKeySchema,
   DEFAULT_ROTATION_OVERLAP_SECONDS,
 } from '../api-keys/api-keys.schemas.js';
-import { type ApiKeyFormValues, apiKeysPage, secretPage } from './console-api-keys.view.js';
+import {
+  type ApiKeyFormValues,
+  EXPIRY_CHOICES,
+  apiKeysPage,
+  revokeKeyPage,
+  secretPage,
+} from './console-api-keys.view.js';
+import { confirmed } from './console-confirm.view.js';
 import {
   type ConsoleServices,
   consoleOrigin,
@@ -22,8 +30,8 @@ import {
   sessionOf,
   viewerOf,
 } from './console-kit.js';
-import type { FieldErrors } from './console-layout.view.js';
-import { signingKeysPage } from './console-signing-keys.view.js';
+import { type FieldErrors, can } from './console-layout.view.js';
+import { revokeSigningKeyPage, signingKeysPage } from './console-signing-keys.view.js';
 import { assertBody, formList, formText } from './console.schemas.js';
 
 const PAGE_SIZE = 50;
@@ -57,6 +65,9 @@ export function registerConsoleKeyRoutes(
       PAGE_SIZE + 1,
     );
     const keys = rows.slice(0, PAGE_SIZE);
+    const administratorKeyIds = can(viewerOf(request), 'keys:write')
+      ? await apiKeys.listAdministratorKeyIds()
+      : [];
     return sendPage(
       reply,
       status,
@@ -68,6 +79,7 @@ export function registerConsoleKeyRoutes(
           next: rows.length > PAGE_SIZE ? keys.at(-1)!.id : null,
           paged: after !== null,
           now: clock.now(),
+          administratorKeyIds,
           form,
         },
         noticeOf(request, NOTICES),
@@ -80,7 +92,7 @@ export function registerConsoleKeyRoutes(
     { config: { role: 'keys:read' }, schema: { hide: true } },
     async function listApiKeys(request, reply) {
       return renderKeys(request, reply, {
-        values: { name: '', roles: [], applications: '', expires_at: '' },
+        values: { name: '', roles: [], applications: '', expires: '', expires_at: '' },
         errors: new Map(),
         message: null,
       });
@@ -96,6 +108,7 @@ export function registerConsoleKeyRoutes(
         name: formText(form, 'name'),
         roles: form.roles ?? [],
         applications: formText(form, 'applications'),
+        expires: formText(form, 'expires'),
         expires_at: formText(form, 'expires_at').trim(),
       };
       try {
@@ -104,7 +117,7 @@ export function registerConsoleKeyRoutes(
           name: values.name,
           roles: values.roles,
           applications: restriction.length === 0 ? null : restriction,
-          expires_at: values.expires_at === '' ? null : values.expires_at,
+          expires_at: expiryOf(values, clock.now()),
         });
         const issued = await apiKeys.createApiKey(
           sessionOf(request).key,
@@ -155,12 +168,45 @@ export function registerConsoleKeyRoutes(
     },
   );
 
+  app.get(
+    '/api-keys/:id/revoke',
+    { config: { role: ['keys:read', 'keys:write'] }, schema: { hide: true } },
+    async function confirmRevokeApiKey(request, reply) {
+      const { id } = request.params as { id: string };
+      const key = await apiKeys.findApiKey(sessionOf(request).key, id);
+      const administrators = await apiKeys.listAdministratorKeyIds();
+      return sendPage(reply, 200, revokeKeyPage(viewerOf(request), key, administrators, null));
+    },
+  );
+
   app.post(
     '/api-keys/:id/revoke',
-    { config: { role: 'keys:write' }, schema: { hide: true } },
+    { config: { role: ['keys:read', 'keys:write'] }, schema: { hide: true } },
     async function revokeApiKey(request, reply) {
       const { id } = request.params as { id: string };
-      await apiKeys.revokeApiKey(sessionOf(request).key, id, consoleOrigin(request));
+      const caller = sessionOf(request).key;
+      const refuse = async (status: number, message: string) => {
+        const key = await apiKeys.findApiKey(caller, id);
+        const administrators = await apiKeys.listAdministratorKeyIds();
+        return sendPage(
+          reply,
+          status,
+          revokeKeyPage(viewerOf(request), key, administrators, message),
+        );
+      };
+      if (!confirmed(formText(formOf(request), 'confirm'))) {
+        return refuse(400, 'Confirm with the button on this page; nothing was revoked.');
+      }
+      try {
+        await apiKeys.revokeApiKey(caller, id, consoleOrigin(request));
+      } catch (error) {
+        if (error instanceof DomainError && error.code === 'last_admin_key') {
+          return refuse(409, error.detail);
+        }
+        throw error;
+      }
+      // The session ran on this key: it has ended with it.
+      if (id === caller.id) return redirectAfterPost(reply, '/console/sign-in?revoked=1');
       return redirectAfterPost(reply, '/console/api-keys?notice=revoked');
     },
   );
@@ -197,14 +243,61 @@ export function registerConsoleKeyRoutes(
     },
   );
 
+  async function signingKeyOf(kid: string) {
+    const key = (await signingKeys.listSigningKeys()).find((each) => each.kid === kid);
+    if (key === undefined) throw problem('not-found', `No signing key with kid "${kid}".`);
+    return key;
+  }
+
+  app.get(
+    '/signing-keys/:kid/revoke',
+    { config: { role: ['keys:read', 'keys:write'] }, schema: { hide: true } },
+    async function confirmRevokeSigningKey(request, reply) {
+      requireUnrestricted(request);
+      const { kid } = request.params as { kid: string };
+      const key = await signingKeyOf(kid);
+      return sendPage(reply, 200, revokeSigningKeyPage(viewerOf(request), key, null));
+    },
+  );
+
   app.post(
     '/signing-keys/:kid/revoke',
-    { config: { role: 'keys:write' }, schema: { hide: true } },
+    { config: { role: ['keys:read', 'keys:write'] }, schema: { hide: true } },
     async function revokeSigningKey(request, reply) {
       requireUnrestricted(request);
       const { kid } = request.params as { kid: string };
+      if (!confirmed(formText(formOf(request), 'confirm'))) {
+        const key = await signingKeyOf(kid);
+        return sendPage(
+          reply,
+          400,
+          revokeSigningKeyPage(
+            viewerOf(request),
+            key,
+            'Confirm with the button on this page; nothing was revoked.',
+          ),
+        );
+      }
       await signingKeys.revokeSigningKey(kid, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/signing-keys?notice=signing-revoked');
     },
   );
+}
+
+/**
+ * The key's expiry as the API's body takes it: null (never), a lifetime from now, or the date
+ * and time the browser's picker gave (in UTC; a value with its own offset is taken as it is).
+ */
+function expiryOf(values: ApiKeyFormValues, now: number): string | null {
+  if (values.expires === '') return null;
+  const days = EXPIRY_CHOICES.find(([choice]) => choice === values.expires)?.[2];
+  if (days !== undefined) return new Date(now + days * 86_400_000).toISOString();
+  if (values.expires !== 'at') {
+    throw invalid([{ pointer: '/expires', detail: 'must be one of the choices offered' }]);
+  }
+  const text = values.expires_at;
+  if (text === '')
+    throw invalid([{ pointer: '/expires_at', detail: 'is required for this choice' }]);
+  const local = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/.test(text);
+  return local ? `${text.length === 16 ? `${text}:00` : text}Z` : text;
 }

@@ -55,6 +55,7 @@ export function consoleOrigin(request: FastifyRequest): ChangeOrigin {
 export function viewerOf(request: FastifyRequest): Viewer {
   const { key, record } = sessionOf(request);
   return {
+    keyId: key.id,
     keyName: key.name,
     roles: key.roles as Role[],
     applications: key.applications,

@@ -8,6 +8,8 @@ import { type Html, type Renderable, html } from './html.js';
 
 /** What a view knows of the signed-in operator. */
 export interface Viewer {
+  /** The id of the API key the session runs on ("this key" in the list of keys). */
+  keyId: string;
   keyName: string;
   roles: readonly Role[];
   /** The client_ids the key is restricted to, or null. */
@@ -17,6 +19,57 @@ export interface Viewer {
 
 export function can(viewer: Viewer, role: Role): boolean {
   return viewer.roles.includes(role);
+}
+
+/** The part of the console a page belongs to: its item in the navigation, if any. */
+export type Section =
+  'applications' | 'users' | 'api-keys' | 'signing-keys' | 'events' | 'webhooks' | 'account';
+
+export interface ConsolePage {
+  section: Section;
+  href: string;
+  label: string;
+}
+
+/**
+ * The pages a key's roles open, in the navigation's order: the same list makes the navigation,
+ * the page a key lands on after sign-in, and the account page, so none of them can disagree.
+ */
+export function pagesOf(viewer: Pick<Viewer, 'roles' | 'applications'>): ConsolePage[] {
+  const has = (role: Role) => viewer.roles.includes(role);
+  const pages: ConsolePage[] = [];
+  if (has('applications:read')) {
+    pages.push({ section: 'applications', href: '/console/applications', label: 'Applications' });
+  } else if (has('users:read')) {
+    // Without the list of applications, users are reached through the key's own.
+    const only = viewer.applications?.length === 1 ? viewer.applications[0]! : null;
+    pages.push({
+      section: 'users',
+      href: only === null ? '/console/users' : `/console/applications/${only}/users`,
+      label: 'Users',
+    });
+  }
+  if (has('keys:read')) {
+    pages.push({ section: 'api-keys', href: '/console/api-keys', label: 'API keys' });
+  }
+  if (has('events:read')) {
+    pages.push({ section: 'events', href: '/console/events', label: 'Events' });
+  }
+  if (has('webhooks:read')) {
+    pages.push({ section: 'webhooks', href: '/console/webhooks', label: 'Webhooks' });
+  }
+  if (has('keys:read')) {
+    pages.push({ section: 'signing-keys', href: '/console/signing-keys', label: 'Signing keys' });
+  }
+  return pages;
+}
+
+/**
+ * The section an application's pages (its users, its settings) belong to: Applications for a
+ * key that may list them, else Users.
+ */
+export function applicationSection(viewer: Viewer): Section {
+  return can(viewer, 'applications:read') ? 'applications' : 'users';
 }
 
 /** htmx: no inline styles (CSP), no eval, no page copies in localStorage (secrets are shown once). */
@@ -36,34 +89,16 @@ const HTMX_CONFIG = JSON.stringify({
   ],
 });
 
-export type Section =
-  'applications' | 'api-keys' | 'signing-keys' | 'events' | 'webhooks' | 'sign-in';
-
 export function page(options: {
   title: string;
   viewer: Viewer | null;
-  section: Section;
+  /** The navigation item this page belongs to; null: none (sign-in, errors). */
+  section: Section | null;
   body: Renderable;
   notice?: string | null;
 }): Html {
   const { viewer } = options;
-  const nav: { section: Section; href: string; label: string; role: Role }[] = [
-    {
-      section: 'applications',
-      href: '/console/applications',
-      label: 'Applications',
-      role: 'applications:read',
-    },
-    { section: 'api-keys', href: '/console/api-keys', label: 'API keys', role: 'keys:read' },
-    { section: 'events', href: '/console/events', label: 'Events', role: 'events:read' },
-    { section: 'webhooks', href: '/console/webhooks', label: 'Webhooks', role: 'webhooks:read' },
-    {
-      section: 'signing-keys',
-      href: '/console/signing-keys',
-      label: 'Signing keys',
-      role: 'keys:read',
-    },
-  ];
+  const nav = viewer === null ? [] : pagesOf(viewer);
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -73,7 +108,7 @@ export function page(options: {
 <meta name="referrer" content="same-origin">
 <title>${options.title} · Tessera console</title>
 <link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">
-      <link rel="stylesheet" href="/console/assets/console.css">
+<link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/htmx.min.js" defer></script>
 <script src="/console/assets/console.js" defer></script>
 </head>
@@ -85,27 +120,32 @@ export function page(options: {
     viewer === null
       ? ''
       : html`${
-            nav.some((item) => can(viewer, item.role))
+            nav.length > 0
               ? html`<nav aria-label="Sections">
                   <ul>
-                    ${nav
-                      .filter((item) => can(viewer, item.role))
-                      .map(
-                        (item) =>
-                          html`<li>
-                            <a
-                              href="${item.href}"
-                              ${item.section === options.section ? html` aria-current="page"` : ''}
-                              >${item.label}</a
-                            >
-                          </li>`,
-                      )}
+                    ${nav.map(
+                      (item) =>
+                        html`<li>
+                          <a
+                            href="${item.href}"
+                            ${item.section === options.section ? html` aria-current="page"` : ''}
+                            >${item.label}</a
+                          >
+                        </li>`,
+                    )}
                   </ul>
                 </nav>`
               : ''
           }
           <form class="who" method="post" action="/console/sign-out">
-            <span>Signed in with key <strong>${viewer.keyName}</strong></span>
+            <span
+              >Signed in with key
+              <a
+                href="/console/account"
+                ${options.section === 'account' ? html` aria-current="page"` : ''}
+                ><strong>${viewer.keyName}</strong></a
+              ></span
+            >
             ${csrfField(viewer)}
             <button type="submit" class="secondary">Sign out</button>
           </form>`
@@ -131,6 +171,16 @@ export function applicationCrumb(viewer: Viewer, clientId: string): Html {
   return can(viewer, 'applications:read')
     ? html`<a href="/console/applications/${clientId}">${clientId}</a>`
     : html`${clientId}`;
+}
+
+/**
+ * A table in a box of its own that scrolls sideways on a narrow screen, so the page never does;
+ * focusable, so the keyboard can scroll it too.
+ */
+export function tableBox(label: string, table: Html): Html {
+  return html`<div class="table-box" role="region" aria-label="${label}" tabindex="0">
+    ${table}
+  </div>`;
 }
 
 export function csrfField(viewer: Viewer): Html {

@@ -6,7 +6,7 @@ export function signInPage(options: { notice?: string | null; keyError?: string 
   return page({
     title: 'Sign in',
     viewer: null,
-    section: 'sign-in',
+    section: null,
     notice: options.notice ?? null,
     body: html`<section class="narrow">
       <h1>Sign in</h1>
@@ -49,21 +49,11 @@ export function errorPage(viewer: Viewer | null, status: number, detail: string)
   return page({
     title,
     viewer,
-    section: 'applications',
+    section: null,
     body: html`<h1>${title}</h1>
       <div class="alert" role="alert"><p>${detail}</p></div>
       <p>
         ${viewer === null ? html`<a href="/console/sign-in">Sign in</a>` : html`<a href="/console">Back to the console</a>`}
       </p>`,
-  });
-}
-
-export function messagePage(viewer: Viewer, title: string, message: string): Html {
-  return page({
-    title,
-    viewer,
-    section: 'applications',
-    body: html`<h1>${title}</h1>
-      <p>${message}</p>`,
   });
 }

@@ -8,6 +8,7 @@ import {
   formErrors,
   formatTime,
   applicationCrumb,
+  applicationSection,
   applicationsCrumb,
   page,
 } from './console-layout.view.js';
@@ -62,7 +63,7 @@ export function usersPage(viewer: Viewer, view: UserListView, notice: string | n
   return page({
     title: `Users of ${view.clientId}`,
     viewer,
-    section: 'applications',
+    section: applicationSection(viewer),
     notice,
     body: html`<p class="crumbs">
         ${applicationsCrumb(viewer)} › ${applicationCrumb(viewer, view.clientId)}
@@ -252,7 +253,7 @@ export function newUserPage(
   return page({
     title: 'New user',
     viewer,
-    section: 'applications',
+    section: applicationSection(viewer),
     body: html`<p class="crumbs">
         ${applicationsCrumb(viewer)} › ${applicationCrumb(viewer, clientId)} ›
         <a href="${base}">Users</a>
@@ -278,7 +279,7 @@ export function userPage(
   return page({
     title: user.name,
     viewer,
-    section: 'applications',
+    section: applicationSection(viewer),
     notice,
     body: html`<p class="crumbs">
         ${applicationsCrumb(viewer)} › ${applicationCrumb(viewer, clientId)} ›

@@ -19,8 +19,10 @@ import {
   viewerOf,
 } from './console-kit.js';
 import type { FieldErrors } from './console-layout.view.js';
+import { confirmed } from './console-confirm.view.js';
 import {
   type WebhookFormValues,
+  deleteWebhookPage,
   webhookPage,
   webhookSecretPage,
   webhooksPage,
@@ -170,12 +172,35 @@ export function registerConsoleWebhookRoutes(
     },
   );
 
+  app.get(
+    '/webhooks/:id/delete',
+    { config: { role: ['webhooks:read', 'webhooks:write'] }, schema: { hide: true } },
+    async function confirmDelete(request, reply) {
+      const { id } = request.params as { id: string };
+      const webhook = await webhooks.findWebhook(sessionOf(request).key, id);
+      return sendPage(reply, 200, deleteWebhookPage(viewerOf(request), webhook, null));
+    },
+  );
+
   app.post(
     '/webhooks/:id/delete',
-    { config: { role: 'webhooks:write' }, schema: { hide: true } },
+    { config: { role: ['webhooks:read', 'webhooks:write'] }, schema: { hide: true } },
     async function remove(request, reply) {
       const { id } = request.params as { id: string };
-      await webhooks.deleteWebhook(sessionOf(request).key, id, () => true, consoleOrigin(request));
+      const caller = sessionOf(request).key;
+      if (!confirmed(formText(formOf(request), 'confirm'))) {
+        const webhook = await webhooks.findWebhook(caller, id);
+        return sendPage(
+          reply,
+          400,
+          deleteWebhookPage(
+            viewerOf(request),
+            webhook,
+            'Confirm with the button on this page; nothing was deleted.',
+          ),
+        );
+      }
+      await webhooks.deleteWebhook(caller, id, () => true, consoleOrigin(request));
       return redirectAfterPost(reply, '/console/webhooks?notice=deleted');
     },
   );

@@ -10,6 +10,7 @@ import {
   page,
   secretField,
 } from './console-layout.view.js';
+import { confirmPage } from './console-confirm.view.js';
 import { type Html, html } from './html.js';
 
 export interface WebhookFormValues {
@@ -184,11 +185,7 @@ export function webhookPage(
                     ${webhook.enabled ? 'Disable' : 'Enable'}
                   </button>
                 </form>
-                <form method="post" action="${base}/delete">
-                  ${csrfField(viewer)}<button type="submit" class="destructive">
-                    Delete webhook
-                  </button>
-                </form>
+                <a class="button destructive" href="${base}/delete">Delete webhook…</a>
               </div>
               <form method="post" action="${base}/replay" class="card">
                 <h2>Replay</h2>
@@ -250,5 +247,31 @@ export function webhookPage(
               </table>`
         }
       </section>`,
+  });
+}
+
+/** Asks before deleting a webhook: its deliveries stop, and its log goes with it. */
+export function deleteWebhookPage(
+  viewer: Viewer,
+  webhook: WebhookRecord,
+  message: string | null,
+): Html {
+  const base = `/console/webhooks/${webhook.id}`;
+  return confirmPage(viewer, {
+    title: 'Delete this webhook?',
+    section: 'webhooks',
+    crumbs: html`<a href="/console/webhooks">Webhooks</a> › <a href="${base}">${webhook.url}</a>`,
+    subject: html`${webhook.url}${webhook.description === '' ? '' : html` <span class="subtle">${webhook.description}</span>`}`,
+    consequences: [
+      html`No event is sent to it any more; a delivery in flight is cancelled.`,
+      html`Its delivery log and its signing secrets are deleted. It cannot be undone: a new webhook
+      gets a new secret, which the receiver must be given.`,
+      html`To pause deliveries instead, disable it: it keeps its place in the feed.`,
+    ],
+    refusal: null,
+    message,
+    action: `${base}/delete`,
+    button: 'Delete webhook',
+    back: { href: base, label: 'Back to the webhook' },
   });
 }

@@ -14,22 +14,25 @@ import { assertRoles } from '../../http/auth.js';
 import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { toProblem } from '../../http/error-handler.js';
 import { type ProblemError, problem } from '../../problems.js';
-import type { Role } from '../../roles.js';
 import { registerConsoleApplicationRoutes } from './console-applications.routes.js';
 import { registerConsoleEventRoutes } from './console-events.routes.js';
 import { registerConsoleKeyRoutes } from './console-keys.routes.js';
+import { accountPage, usersHomePage } from './console-account.view.js';
 import {
   type ConsoleServices,
   formOf,
+  formProblem,
   redirectAfterPost,
   requireApplication,
+  sendPage,
   sessionOf,
   viewerOf,
 } from './console-kit.js';
-import { errorPage, messagePage, signInPage } from './console-sign-in.view.js';
+import { pagesOf } from './console-layout.view.js';
+import { errorPage, signInPage } from './console-sign-in.view.js';
 import { registerConsoleUserRoutes } from './console-users.routes.js';
 import { registerConsoleWebhookRoutes } from './console-webhooks.routes.js';
-import { formText, parseForm } from './console.schemas.js';
+import { ApplicationChoice, assertBody, formText, parseForm } from './console.schemas.js';
 import { type ConsoleSessions, csrfTokenMatches } from './console.service.js';
 
 export const CONSOLE_PREFIX = '/console';
@@ -215,15 +218,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         '/',
         { config: { role: [] }, schema: { hide: true } },
         function openConsole(request, reply) {
-          const { key } = sessionOf(request);
-          const pages: [Role, string][] = [
-            ['applications:read', '/applications'],
-            ['keys:read', '/api-keys'],
-            ['events:read', '/events'],
-            ['webhooks:read', '/webhooks'],
-          ];
-          const home = pages.find(([role]) => key.roles.includes(role))?.[1] ?? '/account';
-          return reply.redirect(`${CONSOLE_PREFIX}${home}`, 303);
+          // The first page the key's roles open (a users key of one application: its users).
+          const home = pagesOf(viewerOf(request))[0]?.href ?? `${CONSOLE_PREFIX}/account`;
+          return reply.redirect(home, 303);
         },
       );
 
@@ -231,14 +228,25 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         '/account',
         { config: { role: [] }, schema: { hide: true } },
         function showAccount(request, reply) {
-          const viewer = viewerOf(request);
-          const roles = viewer.roles.join(', ') || 'none';
-          return reply
-            .type('text/html; charset=utf-8')
-            .send(
-              messagePage(viewer, 'Your key', `This key's roles (${roles}) open no console page.`)
-                .text,
-            );
+          return sendPage(reply, 200, accountPage(viewerOf(request), sessionOf(request).key));
+        },
+      );
+
+      scope.get(
+        '/users',
+        { config: { role: 'users:read' }, schema: { hide: true } },
+        function openUsers(request, reply) {
+          const clientId = ((request.query as { client_id?: string }).client_id ?? '').trim();
+          if (clientId === '')
+            return sendPage(reply, 200, usersHomePage(viewerOf(request), '', new Map()));
+          try {
+            assertBody(ApplicationChoice, { client_id: clientId });
+          } catch (error) {
+            const { errors } = formProblem(error);
+            return sendPage(reply, 400, usersHomePage(viewerOf(request), clientId, errors));
+          }
+          requireApplication(request, clientId);
+          return reply.redirect(`${CONSOLE_PREFIX}/applications/${clientId}/users`, 303);
         },
       );
 
@@ -254,9 +262,11 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           const notice =
             query['signed-out'] !== undefined
               ? 'You are signed out.'
-              : query.ended !== undefined
-                ? 'Your session has ended; sign in again.'
-                : null;
+              : query.revoked !== undefined
+                ? 'You revoked the key this session ran on, which ended it. Sign in with another key.'
+                : query.ended !== undefined
+                  ? 'Your session has ended; sign in again.'
+                  : null;
           return reply.type('text/html; charset=utf-8').send(signInPage({ notice }).text);
         },
       );

@@ -62,6 +62,12 @@ export const ApplicationSearch = Type.Object(
   { additionalProperties: false },
 );
 
+/** The application a users key names to see its users. */
+export const ApplicationChoice = Type.Object(
+  { client_id: ClientId },
+  { additionalProperties: false },
+);
+
 /** The users list's filters, as the API's list query names them. */
 export const UserFilters = Type.Object(
   {
