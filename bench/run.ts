@@ -680,6 +680,7 @@ async function prepareStore(
         // The peer is the users' provider: the exchange scenario's ID tokens come from it.
         externalTokenValidation: externalTokenValidation(peer, PROVIDER),
         scimProvider: PROVIDER,
+        authorization: null,
         createdAt: now,
         updatedAt: now,
         etag: newVersion(),

@@ -40,6 +40,10 @@ import { indexRoutes } from './http/route-index.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { registerApiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { registerApplicationRoutes } from './modules/applications/applications.routes.js';
+import {
+  registerAuthzenMetadata,
+  registerAuthzenRoutes,
+} from './modules/authzen/authzen.routes.js';
 import { registerEventRoutes } from './modules/events/events.routes.js';
 import { CONSOLE_CSP, registerConsole } from './modules/console/console.routes.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
@@ -257,7 +261,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
             type: 'http',
             scheme: 'bearer',
             description:
-              'SCIM: an API key sent as `Authorization: Bearer <KEY>` (`apikey` works too).',
+              'SCIM and AuthZEN: an API key sent as `Authorization: Bearer <KEY>` (`apikey` works too).',
           },
         },
       },
@@ -272,6 +276,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         {
           name: 'scim',
           description: 'SCIM 2.0 provisioning (RFC 7643, 7644) at /scim/v2/<client_id>',
+        },
+        {
+          name: 'authorization',
+          description:
+            'Authorization decisions (OpenID AuthZEN Authorization API 1.0) at /access/v1: may a user take an action?',
         },
       ],
     },
@@ -379,6 +388,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
     { prefix: API_PREFIX },
   );
+
+  registerAuthzenMetadata(app, { issuer: services.accessTokens.issuer });
+  await app.register(async function authzen(scope) {
+    // AuthZEN's PEPs authenticate like OAuth clients (Bearer); Tessera's apikey works too.
+    registerAuthentication(
+      scope,
+      authenticate,
+      apiKeyFailures,
+      { accepted: ['bearer', 'apikey'], challenge: 'Bearer' },
+      onAuthFailure,
+    );
+    await registerRateLimit(scope, rateLimit);
+    registerAuthzenRoutes(scope, { authzen: services.authzen, cursors });
+  });
 
   await app.register(
     async function scim(scope) {

@@ -1,5 +1,6 @@
 // Every role an API key can carry. The seed's four, the key-management pair, and the roles
-// of later phases (access tokens, events, webhooks), so that an all-roles key stays all-roles.
+// of later phases (access tokens, events, webhooks, authorization decisions), so that an
+// all-roles key stays all-roles.
 export const ROLES = [
   'applications:read',
   'applications:write',
@@ -11,6 +12,7 @@ export const ROLES = [
   'events:read',
   'webhooks:read',
   'webhooks:write',
+  'decisions:read',
 ] as const;
 
 export type Role = (typeof ROLES)[number];

@@ -8,6 +8,7 @@ import type { Metrics } from './http/metrics.js';
 import { ApiKeyAuthenticator } from './modules/api-keys/api-key-authenticator.service.js';
 import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
+import { AuthzenService } from './modules/authzen/authzen.service.js';
 import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { EventsService } from './modules/events/events.service.js';
 import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
@@ -33,6 +34,8 @@ export interface Services {
   authenticator: ApiKeyAuthenticator;
   applications: ApplicationsService;
   users: UsersService;
+  /** Authorization decisions (AuthZEN): who may take which action, from current records. */
+  authzen: AuthzenService;
   apiKeys: ApiKeysService;
   signingKeys: SigningKeys;
   /** IAM_SECRET_KEY and the secrets sealed with it; re-sealing after a rotation. */
@@ -136,6 +139,7 @@ export function createServices(deps: {
     authenticator,
     applications,
     users,
+    authzen: new AuthzenService({ store }),
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
     signingKeys,
     secrets,

@@ -74,6 +74,7 @@ describe('POST /applications', () => {
       jwt_expiration_in_minutes: 60,
       external_token_validation: null,
       scim_provider: null,
+      authorization: null,
       created_at: now,
       updated_at: now,
     });
@@ -97,6 +98,7 @@ describe('POST /applications', () => {
       jwt_expiration_in_minutes: 15,
       external_token_validation: { google_oauth2: { issuer: 'https://accounts.google.com' } },
       scim_provider: 'okta_scim',
+      authorization: { actions: { can_read: { roles: ['viewer'] } } },
     };
     const response = await call(ctx, 'POST', '/applications', { body });
     assert.equal(response.statusCode, 201, response.body);
@@ -189,6 +191,7 @@ describe('PUT /applications/:client_id', () => {
     mode: 'external',
     jwt_expiration_in_minutes: 120,
     external_token_validation: { google_oauth2: { issuer: 'https://accounts.google.com' } },
+    authorization: { actions: { can_read: { roles: ['viewer'] } } },
   };
 
   it('replaces the resource and resets omitted optional fields to their defaults', async () => {
@@ -207,6 +210,7 @@ describe('PUT /applications/:client_id', () => {
       jwt_expiration_in_minutes: 60,
       external_token_validation: null,
       scim_provider: null,
+      authorization: null,
       created_at: original.created_at,
       updated_at: at(ctx.clock.now()),
     };
@@ -320,12 +324,14 @@ describe('PATCH /applications/:client_id', () => {
       jwt_expiration_in_minutes: 5,
       external_token_validation: { a: 1 },
       scim_provider: 'entra_scim',
+      authorization: { actions: { can_read: { roles: ['viewer'] } } },
     });
     const response = await patch(clientId, {
       mode: null,
       jwt_expiration_in_minutes: null,
       external_token_validation: null,
       scim_provider: null,
+      authorization: null,
     });
     assert.equal(response.statusCode, 200, response.body);
     assert.deepEqual(response.json(), {
@@ -334,6 +340,7 @@ describe('PATCH /applications/:client_id', () => {
       jwt_expiration_in_minutes: 60,
       external_token_validation: null,
       scim_provider: null,
+      authorization: null,
       updated_at: at(ctx.clock.now()),
     });
   });

@@ -253,12 +253,22 @@ const ROUTES: RouteRow[] = [
 
 const label = (row: RouteRow) => `${row.method} ${row.path}`;
 
+/** AuthZEN's routes: each needs decisions:read (their matrix is in test/authzen.test.ts). */
+const AUTHZEN_ROUTES = [
+  'POST /access/v1/evaluation',
+  'POST /access/v1/evaluations',
+  'POST /access/v1/search/subject',
+  'POST /access/v1/search/resource',
+  'POST /access/v1/search/action',
+];
+
 /**
  * Routes outside the API that anyone may call: health, metrics, the API documentation, token
  * discovery, and the token endpoint (whose credential is the outside ID token).
  */
 const PUBLIC_ROUTES = [
   'GET /',
+  'GET /.well-known/authzen-configuration',
   'GET /.well-known/jwks.json',
   'GET /.well-known/openid-configuration',
   'POST /oauth2/token',
@@ -330,14 +340,21 @@ describe('authorization of every API route', () => {
     assert.deepEqual(documented, ROUTES.map(label).sort());
   });
 
-  it('registers no other route than the API, SCIM and the public operational ones', async () => {
+  it('registers no other route than the API, SCIM, AuthZEN and the public operational ones', async () => {
     // SCIM's routes have their own matrix: test/scim-authorization.test.ts.
     // The console's routes are session-guarded: the next test.
     const others = registeredRoutes(ctx.app).filter(
       (route) =>
         !route.includes(` ${API}/`) &&
         !route.includes(' /scim/v2/') &&
-        !route.includes(' /console'),
+        !route.includes(' /console') &&
+        !AUTHZEN_ROUTES.includes(route),
+    );
+    assert.deepEqual(
+      registeredRoutes(ctx.app)
+        .filter((route) => route.includes(' /access/'))
+        .sort(),
+      [...AUTHZEN_ROUTES].sort(),
     );
     assert.deepEqual(others.sort(), [...PUBLIC_ROUTES].sort());
     // Public means public: answered without asking for a key.

@@ -44,6 +44,7 @@ function application(clientId: string) {
     jwtExpirationInMinutes: 60,
     externalTokenValidation: null,
     scimProvider: null,
+    authorization: null,
     createdAt: now,
     updatedAt: now,
     etag: `${clientId}-1`,

@@ -53,5 +53,10 @@ describe('README walkthrough', { timeout: 180_000 }, () => {
     assert.match(result.stdout, /"identifier":"CN=Grace Hopper,OU=Navy"/);
     assert.match(result.stdout, /"key":"tsr_[A-Za-z0-9_-]{43}"/);
     assert.match(result.stdout, /^200 application\/json/m);
+    // The authorization decisions: Ada may refund; an action the model does not list is denied.
+    assert.deepEqual(
+      lines.filter((line) => line.startsWith('{"decision"')),
+      ['{"decision":true}', '{"decision":false}'],
+    );
   });
 });

@@ -42,6 +42,7 @@ export async function seedUsers(store: Store, clientId: string, count: number): 
       jwtExpirationInMinutes: 60,
       externalTokenValidation: null,
       scimProvider: null,
+      authorization: null,
       createdAt: now,
       updatedAt: now,
       etag: newVersion(),

@@ -176,6 +176,8 @@ export function toInvalidParams(errors: ErrorObject[], context: string): Invalid
   const result: InvalidParam[] = [];
   for (const error of errors) {
     if (result.length >= MAX_REPORTED_ERRORS) break;
+    // The rule a member name breaks is reported on its own (at the member); this is its summary.
+    if (error.keyword === 'propertyNames') continue;
     const path = locate(error);
     const detail = describe(error, context);
     const key = `${path}\u0000${detail}`;
@@ -190,6 +192,10 @@ export function toInvalidParams(errors: ErrorObject[], context: string): Invalid
 
 function locate(error: ErrorObject): string {
   const params = error.params as Record<string, unknown>;
+  // A member whose name breaks the object's propertyNames rule.
+  if (error.propertyName !== undefined) {
+    return `${error.instancePath}/${escapePointerToken(error.propertyName)}`;
+  }
   if (error.keyword === 'required') {
     return `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`;
   }

@@ -83,13 +83,24 @@ export function applicationSnapshot(application: ApplicationRecord): Snapshot {
     jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
     external_token_validation: application.externalTokenValidation,
     scim_provider: application.scimProvider,
+    authorization: application.authorization,
   };
 }
 
-/** Members that decide whose tokens an application trusts (application.trust_changed). */
-const TRUST_MEMBERS = new Set(['mode', 'external_token_validation']);
+/**
+ * Changes that widen or narrow what an application lets in, each recorded as an event of its
+ * own besides application.updated: whose tokens it trusts (application.trust_changed), and who
+ * may take which action (application.authorization_changed).
+ */
+const DISTINCT_CHANGES = [
+  { type: 'application.trust_changed', members: new Set(['mode', 'external_token_validation']) },
+  { type: 'application.authorization_changed', members: new Set(['authorization']) },
+];
 
-/** application.created, application.updated (+ trust_changed) or application.deleted. */
+/**
+ * application.created, application.updated (+ trust_changed, authorization_changed) or
+ * application.deleted.
+ */
 export function applicationEvents(
   origin: ChangeOrigin,
   occurredAt: number,
@@ -110,9 +121,12 @@ export function applicationEvents(
         : 'application.updated';
   const common = { origin, occurredAt, clientId, resource };
   const events = [resourceEvent({ ...common, type, changes })];
-  const trust = changes.filter((change) => TRUST_MEMBERS.has(change.member));
-  if (type === 'application.updated' && trust.length > 0) {
-    events.push(resourceEvent({ ...common, type: 'application.trust_changed', changes: trust }));
+  if (type !== 'application.updated') return events;
+  for (const distinct of DISTINCT_CHANGES) {
+    const concerned = changes.filter((change) => distinct.members.has(change.member));
+    if (concerned.length > 0) {
+      events.push(resourceEvent({ ...common, type: distinct.type, changes: concerned }));
+    }
   }
   return events;
 }

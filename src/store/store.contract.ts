@@ -13,6 +13,7 @@ import { describeLimitCountersContract } from './contract/limit-counters.js';
 import { describeSettingsContract } from './contract/settings.js';
 import { describeSigningKeysContract } from './contract/signing-keys.js';
 import { describeStoredSecretsContract } from './contract/stored-secrets.js';
+import { describeUserDecisionsContract } from './contract/user-decisions.js';
 import { describeUserQueriesContract } from './contract/user-queries.js';
 import { describeUsersContract } from './contract/users.js';
 import { describeWebhooksContract } from './contract/webhooks.js';
@@ -35,6 +36,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeApplicationsContract(ctx);
     describeUsersContract(ctx);
     describeUserQueriesContract(ctx);
+    describeUserDecisionsContract(ctx);
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
     describeLimitCountersContract(ctx);

@@ -33,6 +33,11 @@ export interface ApplicationRecord {
   externalTokenValidation: Record<string, unknown> | null;
   /** The provider label of the users a SCIM client provisions; null: SCIM is off. */
   scimProvider: string | null;
+  /**
+   * Who may take which action (authorization decisions): a JSON object the services check
+   * against the authorization model before every write, kept exactly as given; null when unset.
+   */
+  authorization: Record<string, unknown> | null;
   createdAt: number;
   updatedAt: number;
   etag: string;
@@ -130,6 +135,27 @@ export type UserQueryPage =
   | { after: string | null; offset?: undefined; limit: number }
   | { after?: undefined; offset: number; limit: number };
 
+/** Users named by id or by identity, for reading many at once (authorization decisions). */
+export interface UserRefs {
+  ids: readonly string[];
+  identities: readonly { provider: string; identifier: string }[];
+}
+
+/**
+ * The users of one application that an authorization grant admits: active ones holding any of
+ * `roles`, or any of `owner.roles` with `owner.attribute` equal to `owner.value` (e-mail
+ * compared as the email filter does, ignoring case).
+ */
+export interface UserGrant {
+  clientId: string;
+  roles: readonly string[];
+  owner: {
+    roles: readonly string[];
+    attribute: 'email' | 'id' | 'identifier';
+    value: string;
+  } | null;
+}
+
 /** A user whose stored version must still be `expectedEtag` for a write to happen. */
 export interface UserChange {
   next: UserRecord;
@@ -210,6 +236,17 @@ export interface UserRepository {
   findUserById(clientId: string, id: string): Promise<UserRecord | undefined>;
   /** Users of `ids` in the application, in no particular order; unknown ids are left out. */
   findUsersByIds(clientId: string, ids: readonly string[]): Promise<UserRecord[]>;
+  /**
+   * The application and those of its users that `refs` names (by id or by identity), read in
+   * one statement whatever the number of refs; undefined when there is no such application.
+   * Users in no particular order, each once; unknown refs are left out.
+   */
+  findApplicationWithUsers(
+    clientId: string,
+    refs: UserRefs,
+  ): Promise<{ application: ApplicationRecord; users: UserRecord[] } | undefined>;
+  /** The users the grant admits, ordered by (provider, identifier) in byte order. */
+  listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
   /** Users matching the query, ordered by identifier in byte order. */
   queryUsers(query: UserQuery, page: UserQueryPage): Promise<UserRecord[]>;
   /**

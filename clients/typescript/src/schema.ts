@@ -517,6 +517,108 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/authzen-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** AuthZEN Policy Decision Point metadata: where each endpoint is */
+        get: operations["getAuthzenConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/evaluation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** May this user take this action on this resource? (AuthZEN Access Evaluation) */
+        post: operations["evaluateAccess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Many questions in one request (AuthZEN Access Evaluations) */
+        post: operations["evaluateAccessBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/search/subject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The users this action on this resource is allowed to (AuthZEN Subject Search) */
+        post: operations["searchSubjects"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/search/resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The resources this user may take this action on: of type `user`, the application's users (AuthZEN Resource Search) */
+        post: operations["searchResources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/access/v1/search/action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The actions this user may take on this resource (AuthZEN Action Search) */
+        post: operations["searchActions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scim/v2/{client_id}/ServiceProviderConfig": {
         parameters: {
             query?: never;
@@ -704,7 +806,7 @@ export interface components {
             /** @description What the key is for; stored trimmed. */
             name: string;
             /** @description A subset of the calling key's roles. */
-            roles: ("applications:read" | "applications:write" | "users:read" | "users:write" | "keys:read" | "keys:write" | "tokens:write" | "events:read" | "webhooks:read" | "webhooks:write")[];
+            roles: ("applications:read" | "applications:write" | "users:read" | "users:write" | "keys:read" | "keys:write" | "tokens:write" | "events:read" | "webhooks:read" | "webhooks:write" | "decisions:read")[];
             /** @description Restrict the key to these applications; null: all (only for unrestricted callers). */
             applications?: string[] | null;
             /**
@@ -795,6 +897,57 @@ export interface components {
              */
             scim_provider: string | null;
             /**
+             * @description Who may take which action, for authorization decisions (/access/v1/evaluation): `roles` may take an action on any resource, `owner_roles` only where `resource.properties[owner.resource_property]` equals the user's `owner.user_attribute`. An action not listed is denied. null (the default): an action named like a role the user holds is allowed. At most 32 KiB serialized.
+             * @example {
+             *       "actions": {
+             *         "can_read_todos": {
+             *           "roles": [
+             *             "viewer",
+             *             "editor",
+             *             "admin",
+             *             "evil_genius"
+             *           ]
+             *         },
+             *         "can_update_todo": {
+             *           "roles": [
+             *             "evil_genius"
+             *           ],
+             *           "owner_roles": [
+             *             "editor"
+             *           ],
+             *           "owner": {
+             *             "resource_property": "ownerID",
+             *             "user_attribute": "email"
+             *           }
+             *         }
+             *       }
+             *     }
+             */
+            authorization: {
+                /** @description Action names (AuthZEN `action.name`) → who may take them; at most 256. */
+                actions: {
+                    [key: string]: {
+                        /** @description Holders of any of these roles may take the action on any resource. */
+                        roles?: string[];
+                        /** @description Holders of any of these roles may take the action on a resource they own (see owner). */
+                        owner_roles?: string[];
+                        /** @description How ownership is decided: a resource property equal to a user attribute. */
+                        owner?: {
+                            /**
+                             * @description The member of `resource.properties` that names the owner.
+                             * @example ownerID
+                             */
+                            resource_property: string;
+                            /**
+                             * @description The member of the user it must equal (e-mail compared ignoring case).
+                             * @enum {string}
+                             */
+                            user_attribute: "email" | "id" | "identifier";
+                        };
+                    };
+                };
+            } | null;
+            /**
              * Format: date-time
              * @description RFC 3339, UTC, millisecond precision
              * @example 2026-11-21T09:30:00.000Z
@@ -832,6 +985,57 @@ export interface components {
              * @example google_oauth2
              */
             scim_provider?: string | null;
+            /**
+             * @description Who may take which action, for authorization decisions (/access/v1/evaluation): `roles` may take an action on any resource, `owner_roles` only where `resource.properties[owner.resource_property]` equals the user's `owner.user_attribute`. An action not listed is denied. null (the default): an action named like a role the user holds is allowed. At most 32 KiB serialized.
+             * @example {
+             *       "actions": {
+             *         "can_read_todos": {
+             *           "roles": [
+             *             "viewer",
+             *             "editor",
+             *             "admin",
+             *             "evil_genius"
+             *           ]
+             *         },
+             *         "can_update_todo": {
+             *           "roles": [
+             *             "evil_genius"
+             *           ],
+             *           "owner_roles": [
+             *             "editor"
+             *           ],
+             *           "owner": {
+             *             "resource_property": "ownerID",
+             *             "user_attribute": "email"
+             *           }
+             *         }
+             *       }
+             *     }
+             */
+            authorization?: {
+                /** @description Action names (AuthZEN `action.name`) → who may take them; at most 256. */
+                actions: {
+                    [key: string]: {
+                        /** @description Holders of any of these roles may take the action on any resource. */
+                        roles?: string[];
+                        /** @description Holders of any of these roles may take the action on a resource they own (see owner). */
+                        owner_roles?: string[];
+                        /** @description How ownership is decided: a resource property equal to a user attribute. */
+                        owner?: {
+                            /**
+                             * @description The member of `resource.properties` that names the owner.
+                             * @example ownerID
+                             */
+                            resource_property: string;
+                            /**
+                             * @description The member of the user it must equal (e-mail compared ignoring case).
+                             * @enum {string}
+                             */
+                            user_attribute: "email" | "id" | "identifier";
+                        };
+                    };
+                };
+            } | null;
             /** @description Read-only; accepted and ignored. */
             created_at?: $Read<unknown>;
             /** @description Read-only; accepted and ignored. */
@@ -844,7 +1048,7 @@ export interface components {
             /** @description With `include_total=true`. */
             total?: number;
         };
-        /** @description JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, external_token_validation and scim_provider to their defaults; members without a default cannot be null. */
+        /** @description JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, external_token_validation, scim_provider and authorization to their defaults; members without a default cannot be null. */
         ApplicationPatch: {
             /** @description If present, must equal the path. */
             client_id?: string;
@@ -867,6 +1071,10 @@ export interface components {
              * @example google_oauth2
              */
             scim_provider?: string | null;
+            /** @description Merged into the current authorization (RFC 7396: `null` removes a member); the result must be a valid authorization. */
+            authorization?: {
+                [key: string]: unknown;
+            } | null;
             /** @description Read-only; accepted and ignored. */
             created_at?: $Read<unknown>;
             /** @description Read-only; accepted and ignored. */
@@ -894,10 +1102,233 @@ export interface components {
              * @example google_oauth2
              */
             scim_provider?: string | null;
+            /**
+             * @description Who may take which action, for authorization decisions (/access/v1/evaluation): `roles` may take an action on any resource, `owner_roles` only where `resource.properties[owner.resource_property]` equals the user's `owner.user_attribute`. An action not listed is denied. null (the default): an action named like a role the user holds is allowed. At most 32 KiB serialized.
+             * @example {
+             *       "actions": {
+             *         "can_read_todos": {
+             *           "roles": [
+             *             "viewer",
+             *             "editor",
+             *             "admin",
+             *             "evil_genius"
+             *           ]
+             *         },
+             *         "can_update_todo": {
+             *           "roles": [
+             *             "evil_genius"
+             *           ],
+             *           "owner_roles": [
+             *             "editor"
+             *           ],
+             *           "owner": {
+             *             "resource_property": "ownerID",
+             *             "user_attribute": "email"
+             *           }
+             *         }
+             *       }
+             *     }
+             */
+            authorization?: {
+                /** @description Action names (AuthZEN `action.name`) → who may take them; at most 256. */
+                actions: {
+                    [key: string]: {
+                        /** @description Holders of any of these roles may take the action on any resource. */
+                        roles?: string[];
+                        /** @description Holders of any of these roles may take the action on a resource they own (see owner). */
+                        owner_roles?: string[];
+                        /** @description How ownership is decided: a resource property equal to a user attribute. */
+                        owner?: {
+                            /**
+                             * @description The member of `resource.properties` that names the owner.
+                             * @example ownerID
+                             */
+                            resource_property: string;
+                            /**
+                             * @description The member of the user it must equal (e-mail compared ignoring case).
+                             * @enum {string}
+                             */
+                            user_attribute: "email" | "id" | "identifier";
+                        };
+                    };
+                };
+            } | null;
             /** @description Read-only; accepted and ignored. */
             created_at?: $Read<unknown>;
             /** @description Read-only; accepted and ignored. */
             updated_at?: $Read<unknown>;
+        };
+        /**
+         * @example {
+         *       "name": "can_update_todo"
+         *     }
+         */
+        AuthzenAction: {
+            /** @description The action, as the application's `authorization` names it. */
+            name: string;
+            /** @description More attributes of the action (not used). */
+            properties?: Record<string, never>;
+        };
+        AuthzenActionSearchRequest: {
+            subject: components["schemas"]["AuthzenSubject"];
+            resource: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenContext"];
+            /** @description Paging. A request with a token must repeat the first request exactly (entities and limit). */
+            page?: {
+                /** @description The `next_token` of the previous page; opaque. */
+                token?: string;
+                /** @description At most this many results (default 100, at most 1000; 0: none, a count). */
+                limit?: number;
+            };
+        };
+        AuthzenActionSearchResponse: {
+            page: {
+                /** @description Send as `page.token` for the next page; the empty string: this is the last. */
+                next_token: string;
+                /** @description How many results this page holds. */
+                count: number;
+            };
+            results: {
+                name: string;
+            }[];
+        };
+        /** @description The environment of the request; Tessera reads `client_id`. */
+        AuthzenContext: {
+            /**
+             * @description The application the question is about. May be left out when the API key is restricted to exactly one application.
+             * @example billing-web
+             */
+            client_id?: string;
+        };
+        AuthzenDecision: {
+            /** @description true: allowed; false: denied. */
+            decision: boolean;
+        };
+        AuthzenEntitySearchResponse: {
+            page: {
+                /** @description Send as `page.token` for the next page; the empty string: this is the last. */
+                next_token: string;
+                /** @description How many results this page holds. */
+                count: number;
+            };
+            results: {
+                type: string;
+                id: string;
+            }[];
+        };
+        AuthzenEvaluationRequest: {
+            subject: components["schemas"]["AuthzenSubject"];
+            action: components["schemas"]["AuthzenAction"];
+            resource: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenContext"];
+        };
+        AuthzenEvaluationsRequest: {
+            subject?: components["schemas"]["AuthzenSubject"];
+            action?: components["schemas"]["AuthzenAction"];
+            resource?: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenContext"];
+            /** @description The questions, answered in this order. A member an item leaves out is taken from the top level (a context given in an item replaces the top-level one). */
+            evaluations?: {
+                subject?: components["schemas"]["AuthzenSubject"];
+                action?: components["schemas"]["AuthzenAction"];
+                resource?: components["schemas"]["AuthzenResource"];
+                context?: components["schemas"]["AuthzenContext"];
+            }[];
+            options?: {
+                /**
+                 * @description `execute_all` (the default): every decision; `deny_on_first_deny`: up to and including the first deny; `permit_on_first_permit`: up to and including the first permit.
+                 * @enum {string}
+                 */
+                evaluations_semantic?: "execute_all" | "deny_on_first_deny" | "permit_on_first_permit";
+            };
+        };
+        /** @description The decisions in the order of the request's `evaluations`; a request without `evaluations` is answered as a single evaluation. */
+        AuthzenEvaluationsResponse: {
+            /** @description Only when the request held no `evaluations`. */
+            decision?: boolean;
+            evaluations?: components["schemas"]["AuthzenDecision"][];
+        };
+        AuthzenPdpMetadata: {
+            /** @description This Tessera (IAM_ISSUER). */
+            policy_decision_point: string;
+            access_evaluation_endpoint: string;
+            access_evaluations_endpoint: string;
+            search_subject_endpoint: string;
+            search_resource_endpoint: string;
+            search_action_endpoint: string;
+        };
+        /**
+         * @description What the action is taken on. An action open to owners compares a member of `properties` with the user (the application's `authorization`).
+         * @example {
+         *       "type": "todo",
+         *       "id": "7240d0db",
+         *       "properties": {
+         *         "ownerID": "morty@example.com"
+         *       }
+         *     }
+         */
+        AuthzenResource: {
+            /** @description The type of the resource. */
+            type: string;
+            /** @description The resource's id, scoped to its type. */
+            id: string;
+            /** @description More attributes of the resource. */
+            properties?: Record<string, never>;
+        };
+        AuthzenResourceSearchRequest: {
+            subject: components["schemas"]["AuthzenSubject"];
+            action: components["schemas"]["AuthzenAction"];
+            resource: {
+                /** @description The type of the resource. */
+                type: string;
+                /** @description Ignored: this search lists the resources. */
+                id?: string;
+                /** @description More attributes of the resource. */
+                properties?: Record<string, never>;
+            };
+            context?: components["schemas"]["AuthzenContext"];
+            /** @description Paging. A request with a token must repeat the first request exactly (entities and limit). */
+            page?: {
+                /** @description The `next_token` of the previous page; opaque. */
+                token?: string;
+                /** @description At most this many results (default 100, at most 1000; 0: none, a count). */
+                limit?: number;
+            };
+        };
+        /**
+         * @description A user of the application: `type` `user`, `id` `<provider>:<identifier>` or the user's id. A subject of another type, or no such user, is denied.
+         * @example {
+         *       "type": "user",
+         *       "id": "google_oauth2:108234823498234"
+         *     }
+         */
+        AuthzenSubject: {
+            /** @description The type of the subject. */
+            type: string;
+            /** @description The subject's id, scoped to its type. */
+            id: string;
+            /** @description More attributes of the subject. */
+            properties?: Record<string, never>;
+        };
+        AuthzenSubjectSearchRequest: {
+            subject: {
+                /** @description The type of the subject. */
+                type: string;
+                /** @description Ignored: this search lists the subjects. */
+                id?: string;
+                /** @description More attributes of the subject. */
+                properties?: Record<string, never>;
+            };
+            action: components["schemas"]["AuthzenAction"];
+            resource: components["schemas"]["AuthzenResource"];
+            context?: components["schemas"]["AuthzenContext"];
+            /** @description Paging. A request with a token must repeat the first request exactly (entities and limit). */
+            page?: {
+                /** @description The `next_token` of the previous page; opaque. */
+                token?: string;
+                /** @description At most this many results (default 100, at most 1000; 0: none, a count). */
+                limit?: number;
+            };
         };
         Event: {
             /** @description Sorts in commit order; pass as `after` to read on. */
@@ -1763,7 +2194,29 @@ export interface operations {
                  *           ]
                  *         }
                  *       },
-                 *       "scim_provider": "okta_scim"
+                 *       "scim_provider": "okta_scim",
+                 *       "authorization": {
+                 *         "actions": {
+                 *           "can_read_invoices": {
+                 *             "roles": [
+                 *               "viewer",
+                 *               "accountant"
+                 *             ]
+                 *           },
+                 *           "can_refund_invoice": {
+                 *             "roles": [
+                 *               "accountant"
+                 *             ],
+                 *             "owner_roles": [
+                 *               "viewer"
+                 *             ],
+                 *             "owner": {
+                 *               "resource_property": "customer_email",
+                 *               "user_attribute": "email"
+                 *             }
+                 *           }
+                 *         }
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["ApplicationCreate"];
@@ -2010,7 +2463,29 @@ export interface operations {
                  *           ]
                  *         }
                  *       },
-                 *       "scim_provider": "okta_scim"
+                 *       "scim_provider": "okta_scim",
+                 *       "authorization": {
+                 *         "actions": {
+                 *           "can_read_invoices": {
+                 *             "roles": [
+                 *               "viewer",
+                 *               "accountant"
+                 *             ]
+                 *           },
+                 *           "can_refund_invoice": {
+                 *             "roles": [
+                 *               "accountant"
+                 *             ],
+                 *             "owner_roles": [
+                 *               "viewer"
+                 *             ],
+                 *             "owner": {
+                 *               "resource_property": "customer_email",
+                 *               "user_attribute": "email"
+                 *             }
+                 *           }
+                 *         }
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["ApplicationReplace"];
@@ -2247,7 +2722,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, external_token_validation and scim_provider to their defaults; members without a default cannot be null. */
+        /** @description JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, external_token_validation, scim_provider and authorization to their defaults; members without a default cannot be null. */
         requestBody: {
             content: {
                 /**
@@ -5273,6 +5748,643 @@ export interface operations {
             };
             /** @description Not allowed */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthzenConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description PDP metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenPdpMetadata"];
+                };
+            };
+            /** @description The request cannot be read (two Authorization headers; HTTP/1.1 without Host) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    evaluateAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subject": {
+                 *         "type": "user",
+                 *         "id": "google_oauth2:108234823498234"
+                 *       },
+                 *       "action": {
+                 *         "name": "can_read_invoices"
+                 *       },
+                 *       "resource": {
+                 *         "type": "invoice",
+                 *         "id": "inv-1"
+                 *       },
+                 *       "context": {
+                 *         "client_id": "billing-web"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthzenEvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description The decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenDecision"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    evaluateAccessBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subject": {
+                 *         "type": "user",
+                 *         "id": "google_oauth2:108234823498234"
+                 *       },
+                 *       "context": {
+                 *         "client_id": "billing-web"
+                 *       },
+                 *       "options": {
+                 *         "evaluations_semantic": "execute_all"
+                 *       },
+                 *       "evaluations": [
+                 *         {
+                 *           "action": {
+                 *             "name": "can_read_invoices"
+                 *           },
+                 *           "resource": {
+                 *             "type": "invoice",
+                 *             "id": "inv-1"
+                 *           }
+                 *         },
+                 *         {
+                 *           "action": {
+                 *             "name": "can_refund_invoice"
+                 *           },
+                 *           "resource": {
+                 *             "type": "invoice",
+                 *             "id": "inv-1",
+                 *             "properties": {
+                 *               "customer_email": "ada@example.com"
+                 *             }
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthzenEvaluationsRequest"];
+            };
+        };
+        responses: {
+            /** @description The decisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenEvaluationsResponse"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    searchSubjects: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subject": {
+                 *         "type": "user"
+                 *       },
+                 *       "action": {
+                 *         "name": "can_read_invoices"
+                 *       },
+                 *       "resource": {
+                 *         "type": "invoice",
+                 *         "id": "inv-1"
+                 *       },
+                 *       "context": {
+                 *         "client_id": "billing-web"
+                 *       },
+                 *       "page": {
+                 *         "limit": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthzenSubjectSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of users */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenEntitySearchResponse"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    searchResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subject": {
+                 *         "type": "user",
+                 *         "id": "google_oauth2:108234823498234"
+                 *       },
+                 *       "action": {
+                 *         "name": "can_read_invoices"
+                 *       },
+                 *       "resource": {
+                 *         "type": "user"
+                 *       },
+                 *       "context": {
+                 *         "client_id": "billing-web"
+                 *       },
+                 *       "page": {
+                 *         "limit": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthzenResourceSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of resources */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenEntitySearchResponse"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    searchActions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subject": {
+                 *         "type": "user",
+                 *         "id": "google_oauth2:108234823498234"
+                 *       },
+                 *       "resource": {
+                 *         "type": "invoice",
+                 *         "id": "inv-1"
+                 *       },
+                 *       "context": {
+                 *         "client_id": "billing-web"
+                 *       },
+                 *       "page": {
+                 *         "limit": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthzenActionSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of actions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthzenActionSearchResponse"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

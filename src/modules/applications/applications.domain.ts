@@ -1,6 +1,6 @@
 // What a valid application is, said once: the field schemas of applications.schemas.ts put
 // together into the domain's input, plus the rules a schema cannot state (the serialized size
-// of external_token_validation). ApplicationsService checks every application it writes here;
+// of external_token_validation and authorization). ApplicationsService checks every application it writes here;
 // field errors are JSON Pointers into an ApplicationInput, named in each edge's own words.
 
 import { type Static, Type } from 'typebox';
@@ -8,6 +8,9 @@ import type { Checked, FieldError } from '../../domain-error.js';
 import { compileInputCheck } from '../../http/validation.js';
 import type { ApplicationRecord } from '../../store/store.js';
 import {
+  AUTHORIZATION_MAX_BYTES,
+  AuthorizationMember,
+  type AuthorizationModel,
   ClientId,
   Description,
   DisplayName,
@@ -23,6 +26,7 @@ export const APPLICATION_DEFAULTS = {
   jwtExpirationInMinutes: 60,
   externalTokenValidation: null,
   scimProvider: null,
+  authorization: null,
 } as const;
 
 /** An application's settings: every member but its client_id, the optional ones with defaults. */
@@ -33,6 +37,7 @@ const settingsProperties = {
   jwt_expiration_in_minutes: Type.Optional(JwtExpirationInMinutes),
   external_token_validation: Type.Optional(ExternalTokenValidation),
   scim_provider: Type.Optional(ScimProvider),
+  authorization: Type.Optional(AuthorizationMember),
 };
 
 /** An application as the domain takes it in: the members of the API's representation. */
@@ -55,6 +60,7 @@ export type ApplicationFields = Pick<
   | 'jwtExpirationInMinutes'
   | 'externalTokenValidation'
   | 'scimProvider'
+  | 'authorization'
 >;
 
 const checkInput = compileInputCheck(ApplicationInput);
@@ -76,6 +82,7 @@ export function checkApplication(input: unknown): Checked<ApplicationFields> {
       externalTokenValidation:
         application.external_token_validation ?? APPLICATION_DEFAULTS.externalTokenValidation,
       scimProvider: application.scim_provider ?? APPLICATION_DEFAULTS.scimProvider,
+      authorization: application.authorization ?? APPLICATION_DEFAULTS.authorization,
     },
   };
 }
@@ -101,20 +108,38 @@ function inputErrors(input: unknown): FieldError[] {
     path: error.pointer ?? '',
     detail: error.detail,
   }));
-  const validation = (input as { external_token_validation?: unknown } | null)
-    ?.external_token_validation;
-  if (
-    errors.length === 0 &&
-    validation !== undefined &&
-    validation !== null &&
-    Buffer.byteLength(JSON.stringify(validation)) > EXTERNAL_TOKEN_VALIDATION_MAX_BYTES
-  ) {
-    errors.push({
-      path: '/external_token_validation',
-      detail: 'must be at most 32 KiB when serialized',
-    });
+  if (errors.length > 0) return errors;
+  const members = input as { external_token_validation?: unknown; authorization?: unknown };
+  for (const [member, limit] of [
+    ['external_token_validation', EXTERNAL_TOKEN_VALIDATION_MAX_BYTES],
+    ['authorization', AUTHORIZATION_MAX_BYTES],
+  ] as const) {
+    const value = members[member];
+    if (value !== undefined && value !== null && Buffer.byteLength(JSON.stringify(value)) > limit) {
+      errors.push({ path: `/${member}`, detail: 'must be at most 32 KiB when serialized' });
+    }
+  }
+  const actions = (members.authorization as AuthorizationModel | null | undefined)?.actions ?? {};
+  for (const [name, grant] of Object.entries(actions)) {
+    // Ownership needs both halves: the roles that may act as owners, and how to tell the owner.
+    const [present, missing] =
+      grant.owner_roles !== undefined && grant.owner === undefined
+        ? ['owner_roles', 'owner']
+        : grant.owner !== undefined && grant.owner_roles === undefined
+          ? ['owner', 'owner_roles']
+          : [null, null];
+    if (present !== null) {
+      errors.push({
+        path: `/authorization/actions/${escapePointerToken(name)}/${missing}`,
+        detail: `is required with ${present}`,
+      });
+    }
   }
   return errors;
+}
+
+function escapePointerToken(token: string): string {
+  return token.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
 const INPUT_MEMBERS: Record<string, keyof ApplicationFields> = {
@@ -125,6 +150,7 @@ const INPUT_MEMBERS: Record<string, keyof ApplicationFields> = {
   jwt_expiration_in_minutes: 'jwtExpirationInMinutes',
   external_token_validation: 'externalTokenValidation',
   scim_provider: 'scimProvider',
+  authorization: 'authorization',
 };
 
 function toInput(application: ApplicationFields): ApplicationInput {
@@ -136,5 +162,6 @@ function toInput(application: ApplicationFields): ApplicationInput {
     jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
     external_token_validation: application.externalTokenValidation,
     scim_provider: application.scimProvider,
+    authorization: application.authorization as ApplicationInput['authorization'],
   };
 }

@@ -36,6 +36,16 @@ export const Provider = Type.String({
   examples: ['google_oauth2'],
 });
 
+// A role name, here because an application's authorization names roles too, and the users'
+// schemas import the applications' ones.
+export const UserRole = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[A-Za-z0-9._:-]*$',
+  [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ : -',
+  examples: ['admin'],
+});
+
 export const DisplayName = TrimmedText(200, { description: 'Stored trimmed.' });
 
 export const Description = Type.String({
@@ -65,6 +75,110 @@ export const ExternalTokenValidation = Type.Unsafe<Record<string, unknown> | nul
     'object of at most 32 KiB serialized, stored and returned as given.',
 });
 
+export const AUTHORIZATION_MAX_BYTES = 32 * 1024;
+
+/** Roles named by an action of an application's authorization. */
+const GrantRoles = Type.Array(UserRole, { maxItems: 100, uniqueItems: true });
+
+/** The user attributes an owner check may compare with a property of the resource. */
+export const OwnerAttributes = ['email', 'id', 'identifier'] as const;
+
+/** Who may take one action: anywhere (roles), or on what they own (owner_roles and owner). */
+export const ActionGrant = Type.Object(
+  {
+    roles: Type.Optional(
+      Type.Array(UserRole, {
+        ...GrantRoles,
+        description: 'Holders of any of these roles may take the action on any resource.',
+      }),
+    ),
+    owner_roles: Type.Optional(
+      Type.Array(UserRole, {
+        ...GrantRoles,
+        description:
+          'Holders of any of these roles may take the action on a resource they own (see owner).',
+      }),
+    ),
+    owner: Type.Optional(
+      Type.Object(
+        {
+          resource_property: Type.String({
+            minLength: 1,
+            maxLength: 128,
+            pattern: '^[^\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]*$',
+            [RULE_KEYWORD]: '1–128 characters without control characters',
+            description: 'The member of `resource.properties` that names the owner.',
+            examples: ['ownerID'],
+          }),
+          user_attribute: StringEnum(OwnerAttributes, {
+            description: 'The member of the user it must equal (e-mail compared ignoring case).',
+          }),
+        },
+        {
+          additionalProperties: false,
+          description: 'How ownership is decided: a resource property equal to a user attribute.',
+        },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'owner_roles and owner come together: the roles that may act as owners, and how to tell ' +
+      'the owner.',
+  },
+);
+
+export const ActionName = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[^\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]*$',
+  [RULE_KEYWORD]: '1–128 characters without control characters',
+  examples: ['can_read_todos'],
+});
+
+/** An application's authorization model: which users may take which actions (AuthZEN). */
+export const Authorization = Type.Object(
+  {
+    actions: Type.Unsafe<Record<string, Static<typeof ActionGrant>>>({
+      type: 'object',
+      propertyNames: ActionName,
+      additionalProperties: ActionGrant,
+      maxProperties: 256,
+      description: 'Action names (AuthZEN `action.name`) → who may take them; at most 256.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type AuthorizationModel = Static<typeof Authorization>;
+
+export const AuthorizationMember = Nullable(
+  Type.Object(
+    { ...Authorization.properties },
+    {
+      additionalProperties: false,
+      description:
+        'Who may take which action, for authorization decisions (/access/v1/evaluation): ' +
+        '`roles` may take an action on any resource, `owner_roles` only where ' +
+        "`resource.properties[owner.resource_property]` equals the user's `owner.user_attribute`. " +
+        'An action not listed is denied. null (the default): an action named like a role ' +
+        'the user holds is allowed. At most 32 KiB serialized.',
+      examples: [
+        {
+          actions: {
+            can_read_todos: { roles: ['viewer', 'editor', 'admin', 'evil_genius'] },
+            can_update_todo: {
+              roles: ['evil_genius'],
+              owner_roles: ['editor'],
+              owner: { resource_property: 'ownerID', user_attribute: 'email' },
+            },
+          },
+        },
+      ],
+    },
+  ),
+);
+
 export const ScimProvider = Nullable(
   Type.String({
     ...Provider,
@@ -85,6 +199,7 @@ export const Application = named(
       jwt_expiration_in_minutes: JwtExpirationInMinutes,
       external_token_validation: ExternalTokenValidation,
       scim_provider: ScimProvider,
+      authorization: AuthorizationMember,
       created_at: ServerTimestamp,
       updated_at: ServerTimestamp,
     },
@@ -100,6 +215,7 @@ const commonFields = {
   jwt_expiration_in_minutes: Type.Optional(JwtExpirationInMinutes),
   external_token_validation: Type.Optional(ExternalTokenValidation),
   scim_provider: Type.Optional(ScimProvider),
+  authorization: Type.Optional(AuthorizationMember),
   created_at: Type.Optional(ReadOnlyEcho),
   updated_at: Type.Optional(ReadOnlyEcho),
 };
@@ -120,6 +236,16 @@ export const APPLICATION_EXAMPLE = {
     },
   },
   scim_provider: 'okta_scim',
+  authorization: {
+    actions: {
+      can_read_invoices: { roles: ['viewer', 'accountant'] },
+      can_refund_invoice: {
+        roles: ['accountant'],
+        owner_roles: ['viewer'],
+        owner: { resource_property: 'customer_email', user_attribute: 'email' },
+      },
+    },
+  },
 } as const;
 
 const { client_id: _clientId, ...APPLICATION_CHANGES } = APPLICATION_EXAMPLE;
@@ -159,6 +285,15 @@ export const PatchApplicationBody = named(
       jwt_expiration_in_minutes: Type.Optional(Nullable(JwtExpirationInMinutes)),
       external_token_validation: Type.Optional(ExternalTokenValidation),
       scim_provider: Type.Optional(ScimProvider),
+      authorization: Type.Optional(
+        Type.Unsafe<Record<string, unknown> | null>({
+          type: ['object', 'null'],
+          additionalProperties: true,
+          description:
+            'Merged into the current authorization (RFC 7396: `null` removes a member); the ' +
+            'result must be a valid authorization.',
+        }),
+      ),
       created_at: Type.Optional(ReadOnlyEcho),
       updated_at: Type.Optional(ReadOnlyEcho),
     },
@@ -166,8 +301,8 @@ export const PatchApplicationBody = named(
       additionalProperties: false,
       description:
         'JSON Merge Patch (RFC 7396): `null` resets mode, jwt_expiration_in_minutes, ' +
-        'external_token_validation and scim_provider to their defaults; members without a ' +
-        'default cannot be null.',
+        'external_token_validation, scim_provider and authorization to their defaults; ' +
+        'members without a default cannot be null.',
       examples: [{ display_name: 'Billing and refunds', jwt_expiration_in_minutes: 30 }],
     },
   ),
@@ -191,6 +326,7 @@ export function toApplicationResource(application: ApplicationRecord): Applicati
     jwt_expiration_in_minutes: application.jwtExpirationInMinutes,
     external_token_validation: application.externalTokenValidation,
     scim_provider: application.scimProvider,
+    authorization: application.authorization as AuthorizationModel | null,
     created_at: toTimestamp(application.createdAt),
     updated_at: toTimestamp(application.updatedAt),
   };

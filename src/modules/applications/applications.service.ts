@@ -29,6 +29,8 @@ export interface ApplicationPatch {
   /** Merged into the current value (RFC 7396), not replacing it. */
   external_token_validation?: Record<string, unknown> | null;
   scim_provider?: string | null;
+  /** Merged into the current value (RFC 7396); the result must be a valid authorization. */
+  authorization?: Record<string, unknown> | null;
 }
 
 type ApplicationChanges = Omit<ApplicationFields, 'clientId'>;
@@ -112,6 +114,7 @@ export class ApplicationsService {
       externalTokenValidation:
         settings.external_token_validation ?? APPLICATION_DEFAULTS.externalTokenValidation,
       scimProvider: settings.scim_provider ?? APPLICATION_DEFAULTS.scimProvider,
+      authorization: settings.authorization ?? APPLICATION_DEFAULTS.authorization,
     }));
   }
 
@@ -145,6 +148,13 @@ export class ApplicationsService {
           current.scimProvider,
           APPLICATION_DEFAULTS.scimProvider,
         ),
+        authorization:
+          patch.authorization === undefined
+            ? current.authorization
+            : (applyMergePatch(current.authorization, patch.authorization) as Record<
+                string,
+                unknown
+              > | null),
       };
     });
   }
@@ -249,6 +259,7 @@ function sameFields(current: ApplicationRecord, fields: ApplicationChanges): boo
     current.jwtExpirationInMinutes === fields.jwtExpirationInMinutes &&
     current.scimProvider === fields.scimProvider &&
     JSON.stringify(current.externalTokenValidation) ===
-      JSON.stringify(fields.externalTokenValidation)
+      JSON.stringify(fields.externalTokenValidation) &&
+    JSON.stringify(current.authorization) === JSON.stringify(fields.authorization)
   );
 }

@@ -214,9 +214,14 @@ export function registerConsoleApplicationRoutes(
           bodyFrom(values, false),
         );
         const before = await applications.findApplication(clientId);
+        // The settings form leaves the authorization alone (its own form changes it); the
+        // version check keeps a change made meanwhile from being undone.
         const saved = await applications.replaceApplication(
           clientId,
-          body,
+          {
+            ...body,
+            authorization: before.authorization as ReplaceApplicationBody['authorization'],
+          },
           (version) => version === etag,
           consoleOrigin(request),
         );

@@ -12,9 +12,9 @@ import {
 } from '../../http/schemas.js';
 import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
-import { ClientId, Provider } from '../applications/applications.schemas.js';
+import { ClientId, Provider, UserRole } from '../applications/applications.schemas.js';
 
-export { Provider };
+export { Provider, UserRole };
 
 export const Identifier = Type.String({
   minLength: 1,
@@ -50,14 +50,6 @@ export const Locale = Type.String({
   maxLength: 35,
   [RULE_KEYWORD]: 'a BCP 47 language tag of at most 35 characters (en, pt-BR, zh-Hant-TW)',
   examples: ['pt-BR'],
-});
-
-export const UserRole = Type.String({
-  minLength: 1,
-  maxLength: 64,
-  pattern: '^[A-Za-z0-9._:-]*$',
-  [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ : -',
-  examples: ['admin'],
 });
 
 export const Scope = Type.String({

@@ -25,6 +25,7 @@ export function applicationRecord(
     jwtExpirationInMinutes: 60,
     externalTokenValidation: null,
     scimProvider: null,
+    authorization: null,
     createdAt: T0,
     updatedAt: T0,
     etag: `app-${clientId}-1`,

@@ -412,6 +412,16 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
           .execute();
       },
     },
+    '0016_application_authorization': {
+      async up(db: Kysely<unknown>) {
+        // An application's authorization model (JSON text, null: none). Not named
+        // "authorization", a reserved word of SQL.
+        await db.schema
+          .alterTable('applications')
+          .addColumn('authorization_model', 'text')
+          .execute();
+      },
+    },
   };
 }
 

@@ -46,6 +46,10 @@ export function toApplicationRecord(row: Selectable<ApplicationsTable>): Applica
         ? null
         : (JSON.parse(row.external_token_validation) as Record<string, unknown>),
     scimProvider: row.scim_provider,
+    authorization:
+      row.authorization_model === null
+        ? null
+        : (JSON.parse(row.authorization_model) as Record<string, unknown>),
     createdAt: toMillis(row.created_at),
     updatedAt: toMillis(row.updated_at),
     etag: row.etag,
@@ -64,6 +68,8 @@ export function toApplicationRow(record: ApplicationRecord): Insertable<Applicat
         ? null
         : JSON.stringify(record.externalTokenValidation),
     scim_provider: record.scimProvider,
+    authorization_model:
+      record.authorization === null ? null : JSON.stringify(record.authorization),
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     etag: record.etag,
@@ -75,6 +81,25 @@ export type UserRow = Omit<
   Selectable<UsersTable>,
   'user_key' | 'email_normalized' | 'identifier_folded' | 'scim_user_name'
 >;
+
+/** The columns of a UserRow. */
+export const USER_RECORD_COLUMNS = [
+  'application',
+  'provider',
+  'identifier',
+  'name',
+  'avatar',
+  'email',
+  'locale',
+  'roles',
+  'scopes',
+  'active',
+  'external_id',
+  'id',
+  'created_at',
+  'updated_at',
+  'etag',
+] as const satisfies readonly (keyof UserRow)[];
 
 // Users mostly share a few sets of roles and scopes: a page of 100 users parsed the same
 // JSON text 200 times. Parsed arrays are kept by text and handed out as copies (callers may

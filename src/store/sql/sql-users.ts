@@ -1,6 +1,9 @@
 import type {
+  ApplicationRecord,
   NewEvent,
   PageQuery,
+  UserGrant,
+  UserRefs,
   UserFilter,
   UserIdentity,
   UserPosition,
@@ -23,6 +26,7 @@ import {
   storedType,
 } from './sql-user-query.js';
 import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
+import { SqlUserDecisionReads } from './sql-user-decisions.js';
 
 // Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
 // parameters and PostgreSQL's of 65,535.
@@ -114,7 +118,10 @@ export class SqlUserRepository implements UserRepository {
     (...args: unknown[]) => CompiledQuery<UserRow & { held_groups: unknown }>
   >();
 
+  readonly #decisions: SqlUserDecisionReads;
+
   constructor(private readonly sql: SqlExecutor) {
+    this.#decisions = new SqlUserDecisionReads(sql);
     this.#findUser = precompile((arg) =>
       sql.db
         .selectFrom('users')
@@ -228,6 +235,17 @@ export class SqlUserRepository implements UserRepository {
       users.push(...rows.map(toUserRecord));
     }
     return users;
+  }
+
+  findApplicationWithUsers(
+    clientId: string,
+    refs: UserRefs,
+  ): Promise<{ application: ApplicationRecord; users: UserRecord[] } | undefined> {
+    return this.#decisions.findApplicationWithUsers(clientId, refs);
+  }
+
+  listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
+    return this.#decisions.listGrantedUsers(grant, page);
   }
 
   async queryUsers(query: UserQuery, page: UserQueryPage): Promise<UserRecord[]> {

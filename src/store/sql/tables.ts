@@ -10,6 +10,8 @@ export interface ApplicationsTable {
   /** JSON text, or null. */
   external_token_validation: string | null;
   scim_provider: string | null;
+  /** JSON text of the application's authorization model, or null. */
+  authorization_model: string | null;
   /** Epoch milliseconds (PostgreSQL returns BIGINT as a string, hence the union). */
   created_at: number | string;
   updated_at: number | string;

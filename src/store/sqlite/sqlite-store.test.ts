@@ -38,6 +38,7 @@ function application(clientId: string, overrides: Partial<ApplicationRecord> = {
     jwtExpirationInMinutes: 60,
     externalTokenValidation: null,
     scimProvider: null,
+    authorization: null,
     createdAt: T0,
     updatedAt: T0,
     etag: `${clientId}-1`,

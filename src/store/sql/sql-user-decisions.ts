@@ -1,0 +1,146 @@
+// The reads of authorization decisions (SqlUserRepository hands them here): an application with
+// the users a batch of decisions names, in one statement whatever the batch's size, and the
+// active users a grant admits, in the users' list order.
+
+import { type CompiledQuery, sql } from 'kysely';
+import type {
+  ApplicationRecord,
+  PageQuery,
+  UserGrant,
+  UserPosition,
+  UserRecord,
+  UserRefs,
+} from '../store.js';
+import type { SqlExecutor } from './sql-executor.js';
+import { type Parameter, precompile } from './precompiled.js';
+import {
+  USER_RECORD_COLUMNS,
+  type UserRow,
+  normalizeEmail,
+  toApplicationRecord,
+  toUserRecord,
+} from './rows.js';
+import { stablePlaceholder } from './sql-user-query.js';
+import { encodeUserKey } from './tables.js';
+
+/** Distinct statement shapes kept compiled; past this many the cache starts over. */
+const SHAPES_KEPT = 200;
+
+type UserAlias = `user_${(typeof USER_RECORD_COLUMNS)[number]}`;
+
+export class SqlUserDecisionReads {
+  /** Compiled by shape: how many identities and how many ids the statement names. */
+  readonly #withUsers = new Map<string, (...args: unknown[]) => CompiledQuery>();
+
+  constructor(private readonly sql: SqlExecutor) {}
+
+  async findApplicationWithUsers(
+    clientId: string,
+    refs: UserRefs,
+  ): Promise<{ application: ApplicationRecord; users: UserRecord[] } | undefined> {
+    const keys = [
+      ...new Set(refs.identities.map((ref) => encodeUserKey(ref.provider, ref.identifier))),
+    ];
+    const ids = [...new Set(refs.ids)];
+    const shape = `${keys.length}|${ids.length}`;
+    let compiled = this.#withUsers.get(shape);
+    if (compiled === undefined) {
+      compiled = precompile((arg) => this.withUsers(arg, keys.length, ids.length));
+      if (this.#withUsers.size >= SHAPES_KEPT) this.#withUsers.clear();
+      this.#withUsers.set(shape, compiled);
+    }
+    const rows = (await this.sql.select(compiled(clientId, ...keys, ...ids))) as (Record<
+      string,
+      unknown
+    > &
+      Parameters<typeof toApplicationRecord>[0])[];
+    const [first] = rows;
+    if (first === undefined) return undefined;
+    const users: UserRecord[] = [];
+    for (const row of rows) {
+      if (row.user_id === null) continue;
+      const user = Object.fromEntries(
+        USER_RECORD_COLUMNS.map((column) => [column, row[`user_${column}` satisfies UserAlias]]),
+      ) as unknown as UserRow;
+      users.push(toUserRecord(user));
+    }
+    return { application: toApplicationRecord(first), users };
+  }
+
+  /**
+   * One row per user found (one row with null user columns when none is): the application's
+   * row joined with its users whose key or id is among those bound from slot 1 on (`keys` user
+   * keys, then `ids` ids). The users come from a union of one lookup per index, the primary key
+   * (application, user_key) and users_id (application, id): an OR of the two in the join is,
+   * to SQLite's planner, a walk through all the application's users.
+   */
+  private withUsers(arg: Parameter, keys: number, ids: number) {
+    const { db } = this.sql;
+    const text = (index: number) => stablePlaceholder(this.sql.kind, arg(index), 'text') as never;
+    const keySlots = Array.from({ length: keys }, (_, index) => text(1 + index));
+    const idSlots = Array.from({ length: ids }, (_, index) => text(1 + keys + index));
+    const lookups = [
+      ...(keySlots.length === 0 ? [] : [['user_key', keySlots] as const]),
+      ...(idSlots.length === 0 ? [] : [['id', idSlots] as const]),
+    ].map(([column, slots]) =>
+      db
+        .selectFrom('users')
+        .select(USER_RECORD_COLUMNS)
+        .where('application', '=', text(0))
+        .where(column, 'in', slots),
+    );
+    const query = db.selectFrom('applications').selectAll('applications');
+    const [first, ...others] = lookups;
+    if (first === undefined) {
+      return query
+        .select(USER_RECORD_COLUMNS.map((column) => sql<null>`null`.as(`user_${column}`)))
+        .where('applications.client_id', '=', text(0));
+    }
+    // UNION, not UNION ALL: a user named both ways comes once.
+    const found = others.reduce((union, lookup) => union.union(lookup), first).as('found');
+    return query
+      .leftJoin(found, (join) => join.onTrue())
+      .select(
+        USER_RECORD_COLUMNS.map(
+          (column) =>
+            `found.${column} as user_${column}` as `found.${typeof column} as ${UserAlias}`,
+        ),
+      )
+      .where('applications.client_id', '=', text(0));
+  }
+
+  async listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
+    const owner = grant.owner;
+    if (grant.roles.length === 0 && (owner === null || owner.roles.length === 0)) return [];
+    const { db, flavor } = this.sql;
+    let query = db
+      .selectFrom('users')
+      .select(USER_RECORD_COLUMNS)
+      .where('application', '=', grant.clientId)
+      .where('active', '=', 1)
+      .where((eb) => {
+        const holdsAny = (roles: readonly string[]) =>
+          eb.or(roles.map((role) => flavor.jsonArrayContains('users.roles', role)));
+        const admitted: ReturnType<typeof holdsAny>[] = [];
+        if (grant.roles.length > 0) admitted.push(holdsAny(grant.roles));
+        if (owner !== null && owner.roles.length > 0) {
+          const attribute =
+            owner.attribute === 'email'
+              ? eb('email_normalized', '=', normalizeEmail(owner.value))
+              : eb(owner.attribute, '=', owner.value);
+          admitted.push(eb.and([attribute, holdsAny(owner.roles)]));
+        }
+        return eb.or(admitted);
+      });
+    // The primary key's order, as listUsers: a later page starts where the last one ended.
+    if (page.after !== null) {
+      query = query.where(
+        'user_key',
+        '>',
+        encodeUserKey(page.after.provider, page.after.identifier),
+      );
+    }
+    const rows = await this.sql.select(query.orderBy('user_key').limit(page.limit).compile());
+    return rows.map(toUserRecord);
+  }
+}
