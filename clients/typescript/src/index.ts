@@ -25,6 +25,14 @@ export type SigningKeyRevocation = Readable<Schemas['SigningKeyRevocation']>;
 export type AccessToken = Readable<Schemas['AccessToken']>;
 export type Problem = Readable<Schemas['Problem']>;
 export type Event = Readable<Schemas['Event']>;
+export type EventPage = Readable<Schemas['EventPage']>;
+export type Webhook = Readable<Schemas['Webhook']>;
+export type WebhookCreate = Writable<Schemas['WebhookCreate']>;
+export type WebhookPatch = Writable<Schemas['WebhookPatch']>;
+export type WebhookWithSecret = Readable<Schemas['WebhookWithSecret']>;
+export type WebhookDelivery = Readable<Schemas['WebhookDelivery']>;
+export type WebhookReplayResult = Readable<Schemas['WebhookReplayResult']>;
+export type ExternalTokenValidationReport = Readable<Schemas['ExternalTokenValidationReport']>;
 export type Page<T> = { items: T[]; next_cursor: string | null; total?: number };
 export type { components, operations, paths };
 
@@ -33,8 +41,22 @@ type QueryOf<Id extends keyof operations> = NonNullable<operations[Id]['paramete
 export type ListApplicationsQuery = Omit<QueryOf<'listApplications'>, 'cursor'>;
 export type ListUsersQuery = Omit<QueryOf<'listUsers'>, 'cursor'>;
 export type ListApiKeysQuery = Omit<QueryOf<'listApiKeys'>, 'cursor'>;
+export type ListWebhooksQuery = Omit<QueryOf<'listWebhooks'>, 'cursor'>;
+export type ListWebhookDeliveriesQuery = Omit<QueryOf<'listWebhookDeliveries'>, 'cursor'>;
 /** The events' query without `after` and `wait`: iteration reads on from each page's end. */
 export type ListEventsQuery = Omit<QueryOf<'listEvents'>, 'after' | 'wait'>;
+/** One read of the feed: the filters, where to start (`after`) and how long to wait (`wait`). */
+export type PollEventsQuery = QueryOf<'listEvents'>;
+
+/** How `events.follow` reads the feed. */
+export interface FollowOptions {
+  /** Start after this event id (a position kept from an earlier run); default: the oldest kept. */
+  after?: string;
+  /** Seconds each long poll waits for a new event (1–30, default 30). */
+  waitSeconds?: number;
+  /** Ends the iteration, and the long poll in flight. */
+  signal?: AbortSignal;
+}
 
 /** A failed call: the status, and the RFC 9457 problem document Tessera answered with. */
 export class TesseraError extends Error {
@@ -46,12 +68,17 @@ export class TesseraError extends Error {
   readonly detail: string;
   /** Each invalid member (`pointer`) or parameter (`parameter`), for 400s. */
   readonly errors: NonNullable<Problem['errors']>;
+  /** The whole problem document. */
+  readonly problem: Problem;
+  /** The answer itself (its headers: Retry-After, ETag, …). */
+  readonly response: Response;
 
-  constructor(
-    readonly problem: Problem,
-    readonly response: Response,
-  ) {
+  // Members are assigned, not declared as parameter properties: the sources stay plain
+  // TypeScript that any type-stripping loader runs (tsconfig's erasableSyntaxOnly).
+  constructor(problem: Problem, response: Response) {
     super(`${response.status} ${problem.title}: ${problem.detail}`);
+    this.problem = problem;
+    this.response = response;
     this.status = response.status;
     this.type = problem.type;
     this.title = problem.title;
@@ -182,6 +209,7 @@ export function createTessera(options: TesseraOptions) {
       options.maxRetryDelayMs ?? 30_000,
     ),
   });
+  const WEBHOOK = '/iam/api/v1/webhooks/{id}';
   const APPLICATION = '/iam/api/v1/applications/{client_id}';
   const USER = '/iam/api/v1/applications/{client_id}/users/{provider}/{identifier}';
   const API_KEY = '/iam/api/v1/api-keys/{id}';
@@ -230,6 +258,17 @@ export function createTessera(options: TesseraOptions) {
           }),
         );
       },
+      /**
+       * The token exchange's dry run: every check an exchange of this outside ID token would
+       * make, and the first that fails (`valid`, `failed_check`, `detail`). Issues nothing.
+       */
+      validateExternalToken: (clientId: string, token: string) =>
+        unwrap(
+          http.POST(`${APPLICATION}/external-tokens/validate`, {
+            params: { path: { client_id: clientId } },
+            body: { token },
+          }),
+        ),
     },
     users: {
       create: (clientId: string, body: UserCreate) =>
@@ -337,6 +376,101 @@ export function createTessera(options: TesseraOptions) {
           }
         },
       }),
+      /**
+       * One read of the feed, as GET /events answers it: with `wait`, a long poll that answers
+       * as soon as an event after `after` commits (or, after `wait` seconds, with none). Pass
+       * the page's `next_after` as the next `after`.
+       */
+      poll: (query: PollEventsQuery = {}, signal?: AbortSignal) =>
+        unwrap(
+          http.GET('/iam/api/v1/events', {
+            params: { query },
+            ...(signal === undefined ? {} : { signal }),
+          }),
+        ),
+      /**
+       * The change feed: every matching event, in commit order, as it commits, for as long as
+       * the loop runs (long polls one after another; no webhook needed). Keep the last id seen
+       * and pass it as `after` to carry on where a previous run stopped. Ends when `signal`
+       * aborts (the iteration then returns quietly).
+       */
+      follow: (query: ListEventsQuery = {}, options: FollowOptions = {}): AsyncIterable<Event> => ({
+        async *[Symbol.asyncIterator]() {
+          let after = options.after;
+          const wait = options.waitSeconds ?? 30;
+          const stopped = () => options.signal?.aborted === true;
+          while (!stopped()) {
+            let page: EventPage;
+            try {
+              page = await unwrap(
+                http.GET('/iam/api/v1/events', {
+                  params: { query: { ...query, wait, ...(after === undefined ? {} : { after }) } },
+                  ...(options.signal === undefined ? {} : { signal: options.signal }),
+                }),
+              );
+            } catch (error) {
+              if (stopped()) return;
+              throw error;
+            }
+            yield* page.items;
+            after = page.next_after ?? after;
+          }
+        },
+      }),
+    },
+    webhooks: {
+      /** Creates a webhook; the answer's `secret` (`whsec_…`) is shown this once. */
+      create: (body: WebhookCreate) => unwrap(http.POST('/iam/api/v1/webhooks', { body })),
+      list: (query: ListWebhooksQuery = {}): Paginated<Webhook> =>
+        paginate((cursor) =>
+          unwrap(
+            http.GET('/iam/api/v1/webhooks', {
+              params: { query: { ...query, ...(cursor === undefined ? {} : { cursor }) } },
+            }),
+          ),
+        ),
+      get: (id: string) => unwrap(http.GET(WEBHOOK, { params: { path: { id } } })),
+      /** A JSON Merge Patch: `url`, `event_types`, `client_ids`, `description`, `enabled`. */
+      patch: (id: string, body: WebhookPatch, write?: WriteOptions) =>
+        unwrap(
+          http.PATCH(WEBHOOK, {
+            params: { path: { id } },
+            body,
+            headers: {
+              'content-type': 'application/merge-patch+json',
+              ...conditional(write).headers,
+            },
+          }),
+        ),
+      delete: async (id: string, write?: WriteOptions): Promise<void> => {
+        await unwrap(http.DELETE(WEBHOOK, { params: { path: { id } }, ...conditional(write) }));
+      },
+      /** A new secret, shown this once; the old one also signs for 24 hours. */
+      rotateSecret: (id: string, write?: WriteOptions) =>
+        unwrap(
+          http.POST(`${WEBHOOK}/rotate-secret`, {
+            params: { path: { id } },
+            ...conditional(write),
+          }),
+        ),
+      /** Delivers every matching event after `after` again (null: from the oldest kept). */
+      replay: (id: string, after: string | null) =>
+        unwrap(http.POST(`${WEBHOOK}/replay`, { params: { path: { id } }, body: { after } })),
+      /** Each event attempted, newest first, with its attempts (`status` filters). */
+      deliveries: (
+        id: string,
+        query: ListWebhookDeliveriesQuery = {},
+      ): Paginated<WebhookDelivery> =>
+        paginate((cursor) =>
+          unwrap(
+            http.GET(`${WEBHOOK}/deliveries`, {
+              params: {
+                path: { id },
+                query: { ...query, ...(cursor === undefined ? {} : { cursor }) },
+              },
+            }),
+          ),
+        ),
     },
     signingKeys: {
       list: async (): Promise<SigningKey[]> =>

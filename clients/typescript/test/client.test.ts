@@ -4,6 +4,7 @@
 // pages, and retries after 429/503.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { buildTestApp, type TestContext } from '../../../test/helpers.js';
 import {
@@ -221,6 +222,92 @@ describe('the TypeScript client against a real server', () => {
     );
   });
 
+  it('follows the change feed as events commit (long polls), and stops when told', async () => {
+    await tessera.applications.create({
+      client_id: 'followed',
+      display_name: 'F',
+      description: '',
+    });
+    const [created] = await collect(tessera.events.list({ client_id: 'followed' }));
+    assert.ok(created);
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const following = (async () => {
+      for await (const event of tessera.events.follow(
+        { client_id: 'followed' },
+        { after: created.id, waitSeconds: 5, signal: stop.signal },
+      )) {
+        seen.push(event.type);
+        if (seen.length === 2) stop.abort();
+      }
+    })();
+    // Made while the feed waits: each answers a long poll.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await tessera.applications.patch('followed', { description: 'one' });
+    await tessera.applications.delete('followed');
+    await following;
+    assert.deepEqual(seen, ['application.updated', 'application.deleted']);
+
+    const empty = await tessera.events.poll({
+      client_id: 'followed',
+      after: '9999999999999999',
+      wait: 1,
+    });
+    assert.deepEqual(empty.items, []);
+    assert.equal(empty.next_after, '9999999999999999');
+
+    // Aborting while a long poll waits ends the iteration at once, quietly.
+    const idle = new AbortController();
+    const started = Date.now();
+    setTimeout(() => idle.abort(), 200);
+    const none = await collect(
+      tessera.events.follow(
+        { client_id: 'nothing-here' },
+        { waitSeconds: 30, signal: idle.signal },
+      ),
+    );
+    assert.deepEqual(none, []);
+    assert.ok(Date.now() - started < 5_000, 'the wait was cut short');
+  });
+
+  it('manages webhooks: create (secret once), read, patch, rotate the secret, replay, deliveries, delete', async () => {
+    const created = await tessera.webhooks.create({
+      url: 'https://hooks.example.com/tessera',
+      event_types: ['user.*'],
+      client_ids: null,
+      description: 'CRM sync',
+    });
+    assert.match(created.secret, /^whsec_/);
+    assert.equal(created.enabled, true);
+    const read = await tessera.webhooks.get(created.id);
+    assert.equal(read.description, 'CRM sync');
+    assert.ok(!('secret' in read), 'the secret is shown once');
+    const listed = await collect(tessera.webhooks.list({ limit: 1 }));
+    assert.ok(listed.some((webhook) => webhook.id === created.id));
+    const patched = await tessera.webhooks.patch(created.id, { enabled: false });
+    assert.equal(patched.enabled, false);
+    const rotated = await tessera.webhooks.rotateSecret(created.id);
+    assert.match(rotated.secret, /^whsec_/);
+    assert.notEqual(rotated.secret, created.secret);
+    const replay = await tessera.webhooks.replay(created.id, null);
+    assert.deepEqual(replay, { webhook_id: created.id, after: null });
+    assert.deepEqual(
+      await collect(tessera.webhooks.deliveries(created.id, { status: 'failed' })),
+      [],
+    );
+    const stale = await failure(tessera.webhooks.delete(created.id, { ifMatch: '"stale"' }));
+    assert.equal(stale.status, 412);
+    await tessera.webhooks.delete(created.id);
+    assert.equal((await failure(tessera.webhooks.get(created.id))).status, 404);
+  });
+
+  it('runs the token exchange dry run on an outside token', async () => {
+    await tessera.applications.create({ client_id: 'mobile', display_name: 'M', description: '' });
+    const report = await tessera.applications.validateExternalToken('mobile', 'not-a-jwt');
+    assert.equal(report.valid, false);
+    assert.equal(report.failed_check, 'format');
+  });
+
   it('reaches every operation of the document through tessera.http (SCIM here)', async () => {
     await tessera.applications.patch('people', { scim_provider: 'okta_scim' });
     const { data, response } = await tessera.http.GET(
@@ -305,5 +392,102 @@ describe('retries', () => {
     assert.equal(retryAfterMs('Wed, 25 Nov 2026 07:00:00 GMT', now), 0);
     assert.equal(retryAfterMs('soon', now), undefined);
     assert.equal(retryAfterMs(null, now), undefined);
+  });
+});
+
+describe('coverage of the API', () => {
+  interface Operation {
+    id: string;
+    method: string;
+    pattern: RegExp;
+  }
+  const document = JSON.parse(
+    readFileSync(new URL('../openapi.json', import.meta.url), 'utf8'),
+  ) as { paths: Record<string, Record<string, { operationId?: string }>> };
+  const operations: Operation[] = Object.entries(document.paths)
+    .filter(([path]) => path.startsWith('/iam/api/v1/'))
+    .flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({
+        id: operation.operationId!,
+        method: method.toUpperCase(),
+        pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      })),
+    );
+
+  it('has a call for every operation under /iam/api/v1', async () => {
+    const called = new Set<string>();
+    const recording = createTessera({
+      baseUrl: 'http://tessera.invalid',
+      apiKey: 'tsr_recording',
+      retries: 0,
+      fetch: async (request) => {
+        const { pathname } = new URL(request.url);
+        const matching = operations.filter(
+          (operation) => operation.method === request.method && operation.pattern.test(pathname),
+        );
+        // A literal segment wins over a parameter (POST /signing-keys/rotate).
+        const operation = matching.sort(
+          (a, b) => b.pattern.source.length - a.pattern.source.length,
+        )[0];
+        assert.ok(operation, `${request.method} ${pathname} is an operation of the document`);
+        called.add(operation.id);
+        return Response.json({ items: [], next_cursor: null, next_after: null });
+      },
+    });
+    const all = async <T>(items: AsyncIterable<T>) => collect(items);
+    const user = ['app', 'google_oauth2', 'ada'] as const;
+    const calls: (() => Promise<unknown>)[] = [
+      () => recording.applications.create({ client_id: 'app', display_name: 'A', description: '' }),
+      () => all(recording.applications.list()),
+      () => recording.applications.get('app'),
+      () => recording.applications.replace('app', { display_name: 'A', description: '' }),
+      () => recording.applications.patch('app', { description: 'x' }),
+      () => recording.applications.delete('app'),
+      () => recording.applications.validateExternalToken('app', 'token'),
+      () =>
+        recording.users.create('app', {
+          provider: 'google_oauth2',
+          identifier: 'ada',
+          name: 'Ada',
+          email: 'ada@example.com',
+          locale: 'en',
+          roles: [],
+          scopes: [],
+        }),
+      () => all(recording.users.list('app')),
+      () => recording.users.get(...user),
+      () =>
+        recording.users.replace(...user, {
+          name: 'Ada',
+          email: 'ada@example.com',
+          locale: 'en',
+          roles: [],
+          scopes: [],
+        }),
+      () => recording.users.patch(...user, { name: 'Ada' }),
+      () => recording.users.delete(...user),
+      () => recording.users.issueToken(...user),
+      () => recording.apiKeys.create({ name: 'k', roles: ['users:read'] }),
+      () => all(recording.apiKeys.list()),
+      () => recording.apiKeys.get('id'),
+      () => recording.apiKeys.rotate('id'),
+      () => recording.apiKeys.revoke('id'),
+      () => recording.signingKeys.list(),
+      () => recording.signingKeys.get('kid'),
+      () => recording.signingKeys.rotate(),
+      () => recording.signingKeys.revoke('kid'),
+      () => recording.events.poll({ wait: 1 }),
+      () => recording.webhooks.create({ url: 'https://example.com/hooks', event_types: ['*'] }),
+      () => all(recording.webhooks.list()),
+      () => recording.webhooks.get('id'),
+      () => recording.webhooks.patch('id', { enabled: false }),
+      () => recording.webhooks.delete('id'),
+      () => recording.webhooks.rotateSecret('id'),
+      () => recording.webhooks.replay('id', null),
+      () => all(recording.webhooks.deliveries('id')),
+    ];
+    for (const call of calls) await call();
+    const missing = operations.map((operation) => operation.id).filter((id) => !called.has(id));
+    assert.deepEqual(missing, [], 'every operation has a method of the client (and a line above)');
   });
 });
