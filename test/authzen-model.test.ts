@@ -1,5 +1,5 @@
 // tessera-test: both-stores
-// An application's `authorization` member (SPEC §15): validated by the applications' domain
+// An application's `authorization` member: validated by the applications' domain
 // core on create, PUT and PATCH, null by default, reset by a PUT that leaves it out, merged by a
 // PATCH, and recorded as application.authorization_changed besides application.updated.
 

@@ -1,5 +1,5 @@
 // tessera-test: both-stores
-// Authorization decisions over OpenID AuthZEN 1.0 (SPEC §15): the evaluation, evaluations and
+// Authorization decisions over OpenID AuthZEN 1.0: the evaluation, evaluations and
 // search endpoints, their authentication and restriction, the PDP metadata, and decisions that
 // follow the users' current records. The interop "Todo" scenario is authzen-todo.test.ts.
 

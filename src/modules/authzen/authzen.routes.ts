@@ -1,4 +1,4 @@
-// OpenID AuthZEN Authorization API 1.0 over HTTPS (SPEC §15): the evaluation, evaluations and
+// OpenID AuthZEN Authorization API 1.0 over HTTPS: the evaluation, evaluations and
 // search endpoints under /access/v1, and the PDP metadata at /.well-known/authzen-configuration.
 // This edge turns AuthZEN's requests into the service's questions: the defaults of a batch,
 // the application each question is about (checked against the key's restriction before any

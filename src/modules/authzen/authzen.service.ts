@@ -1,4 +1,4 @@
-// Authorization decisions (SPEC §15, OpenID AuthZEN 1.0) in the domain's words: evaluations,
+// Authorization decisions (OpenID AuthZEN 1.0) in the domain's words: evaluations,
 // and searches for the subjects, resources and actions a decision would allow. Every decision
 // reads the user's current record: nothing is cached, so a role removed or a user deactivated
 // changes the next decision on every instance. The wire format is authzen.routes.ts's.

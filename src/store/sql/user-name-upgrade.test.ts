@@ -44,12 +44,21 @@ const legacyUsers: UserRecord[] = [
   userRecord('crm', 'okta_scim', 'erin'),
 ];
 
+/**
+ * Columns later migrations added, absent from the schema before the upgrade; the rows an
+ * earlier version wrote have none of them.
+ */
+const LATER_COLUMNS = new Set(['authorization_model']);
+
 function insertStatement(table: string, row: Record<string, unknown>, numbered: boolean) {
-  const columns = Object.keys(row);
+  const columns = Object.keys(row).filter((column) => !LATER_COLUMNS.has(column));
   const slots = columns.map((_, index) => (numbered ? `$${index + 1}` : '?'));
   return {
     text: `insert into ${table} (${columns.join(', ')}) values (${slots.join(', ')})`,
-    values: Object.values(row).map((value) => (typeof value === 'boolean' ? Number(value) : value)),
+    values: columns.map((column) => {
+      const value = row[column];
+      return typeof value === 'boolean' ? Number(value) : value;
+    }),
   };
 }
 
