@@ -29,7 +29,7 @@ import {
 
 const CLIENT = join(repository, 'clients/typescript');
 
-/** The program a user writes: typed calls, a problem as TesseraError, pages, the change feed. */
+/** The program a user writes: typed calls, a problem as TesseraError, pages, the change feed, a decision. */
 const PROGRAM = `
 import { createTessera, TesseraError, type Application, type User } from '@tessera/client';
 
@@ -60,6 +60,13 @@ const webhook = await tessera.webhooks.create({
 });
 const signingKey = await tessera.signingKeys.rotate();
 const feed = await tessera.events.poll({ client_id: 'outside', wait: 1 });
+// Without an authorization model, an action named like a role the user holds is allowed.
+const { decision } = await tessera.decisions.evaluate({
+  subject: { type: 'user', id: 'azure_saml:CN=Grace Hopper,OU=Navy' },
+  action: { name: 'admiral' },
+  resource: { type: 'fleet', id: 'pacific' },
+  context: { client_id: 'outside' },
+});
 let missing = 0;
 try {
   await tessera.applications.get('no-such-application');
@@ -74,6 +81,7 @@ console.log(
     secret: webhook.secret.startsWith('whsec_'),
     signingKey: signingKey.state,
     events: feed.items.map((event) => event.type),
+    decision,
     missing,
   }),
 );
@@ -217,6 +225,7 @@ describe(
         secret: true,
         signingKey: 'pending',
         events: ['application.created', 'user.created'],
+        decision: true,
         missing: 404,
       });
     });

@@ -34,6 +34,18 @@ export type WebhookDelivery = Readable<Schemas['WebhookDelivery']>;
 export type WebhookReplayResult = Readable<Schemas['WebhookReplayResult']>;
 export type ExternalTokenValidationReport = Readable<Schemas['ExternalTokenValidationReport']>;
 export type Page<T> = { items: T[]; next_cursor: string | null; total?: number };
+/** An application's `authorization`: who may take which action (null: none, roles name actions). */
+export type AuthorizationModel = NonNullable<Application['authorization']>;
+export type EvaluationRequest = Writable<Schemas['AuthzenEvaluationRequest']>;
+export type EvaluationsRequest = Writable<Schemas['AuthzenEvaluationsRequest']>;
+export type Decision = Readable<Schemas['AuthzenDecision']>;
+export type EvaluationsResponse = Readable<Schemas['AuthzenEvaluationsResponse']>;
+export type SubjectSearchRequest = Writable<Schemas['AuthzenSubjectSearchRequest']>;
+export type ResourceSearchRequest = Writable<Schemas['AuthzenResourceSearchRequest']>;
+export type ActionSearchRequest = Writable<Schemas['AuthzenActionSearchRequest']>;
+export type EntitySearchResponse = Readable<Schemas['AuthzenEntitySearchResponse']>;
+export type ActionSearchResponse = Readable<Schemas['AuthzenActionSearchResponse']>;
+export type PdpMetadata = Readable<Schemas['AuthzenPdpMetadata']>;
 export type { components, operations, paths };
 
 type QueryOf<Id extends keyof operations> = NonNullable<operations[Id]['parameters']['query']>;
@@ -190,6 +202,37 @@ export interface WriteOptions {
 
 function conditional(options: WriteOptions | undefined) {
   return options?.ifMatch === undefined ? {} : { headers: { 'if-match': options.ifMatch } };
+}
+
+/** An AuthZEN search that iterates its results across pages, or its pages (`pages()`). */
+export interface SearchResults<T, P> extends AsyncIterable<T> {
+  pages(): AsyncIterable<P>;
+}
+
+/**
+ * Follows AuthZEN's page tokens: each request repeats the first one with the previous page's
+ * `next_token`; an empty `next_token` ends the search.
+ */
+function searchPages<
+  B extends { page?: { token?: string; limit?: number } },
+  P extends { page: { next_token: string; count: number }; results: unknown[] },
+>(first: B, fetchPage: (body: B) => Promise<P>): SearchResults<P['results'][number], P> {
+  async function* pages() {
+    let token = first.page?.token;
+    do {
+      const page = await fetchPage(
+        token === undefined ? first : { ...first, page: { ...first.page, token } },
+      );
+      yield page;
+      token = page.page.next_token === '' ? undefined : page.page.next_token;
+    } while (token !== undefined);
+  }
+  return {
+    pages,
+    async *[Symbol.asyncIterator]() {
+      for await (const page of pages()) yield* page.results as P['results'][number][];
+    },
+  };
 }
 
 export type Tessera = ReturnType<typeof createTessera>;
@@ -471,6 +514,34 @@ export function createTessera(options: TesseraOptions) {
             }),
           ),
         ),
+    },
+    /**
+     * Authorization decisions (OpenID AuthZEN 1.0): may a user take an action, from the user's
+     * current roles and state and the application's `authorization`. The key needs the role
+     * `decisions:read`; `context.client_id` names the application (or the key's only one).
+     */
+    decisions: {
+      /** One question; `{ decision: false }` is a deny, not an error. */
+      evaluate: (request: EvaluationRequest) =>
+        unwrap(http.POST('/access/v1/evaluation', { body: request })),
+      /**
+       * Many questions in one request: an item's missing subject, action, resource or context
+       * comes from the top level; `options.evaluations_semantic` may stop at the first deny or
+       * permit. The decisions come back in the items' order.
+       */
+      evaluations: (request: EvaluationsRequest) =>
+        unwrap(http.POST('/access/v1/evaluations', { body: request })),
+      /** The users the action on the resource is allowed to, across pages. */
+      searchSubjects: (request: SubjectSearchRequest) =>
+        searchPages(request, (body) => unwrap(http.POST('/access/v1/search/subject', { body }))),
+      /** The resources (of type `user`: the application's users) the user may act on. */
+      searchResources: (request: ResourceSearchRequest) =>
+        searchPages(request, (body) => unwrap(http.POST('/access/v1/search/resource', { body }))),
+      /** The actions the user may take on the resource. */
+      searchActions: (request: ActionSearchRequest) =>
+        searchPages(request, (body) => unwrap(http.POST('/access/v1/search/action', { body }))),
+      /** Where each endpoint is (`/.well-known/authzen-configuration`). */
+      configuration: () => unwrap(http.GET('/.well-known/authzen-configuration')),
     },
     signingKeys: {
       list: async (): Promise<SigningKey[]> =>

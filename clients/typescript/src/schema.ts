@@ -1167,7 +1167,9 @@ export interface components {
             /** @description The action, as the application's `authorization` names it. */
             name: string;
             /** @description More attributes of the action (not used). */
-            properties?: Record<string, never>;
+            properties?: {
+                [key: string]: unknown;
+            };
         };
         AuthzenActionSearchRequest: {
             subject: components["schemas"]["AuthzenSubject"];
@@ -1199,6 +1201,8 @@ export interface components {
              * @example billing-web
              */
             client_id?: string;
+        } & {
+            [key: string]: unknown;
         };
         AuthzenDecision: {
             /** @description true: allowed; false: denied. */
@@ -1273,7 +1277,9 @@ export interface components {
             /** @description The resource's id, scoped to its type. */
             id: string;
             /** @description More attributes of the resource. */
-            properties?: Record<string, never>;
+            properties?: {
+                [key: string]: unknown;
+            };
         };
         AuthzenResourceSearchRequest: {
             subject: components["schemas"]["AuthzenSubject"];
@@ -1284,7 +1290,9 @@ export interface components {
                 /** @description Ignored: this search lists the resources. */
                 id?: string;
                 /** @description More attributes of the resource. */
-                properties?: Record<string, never>;
+                properties?: {
+                    [key: string]: unknown;
+                };
             };
             context?: components["schemas"]["AuthzenContext"];
             /** @description Paging. A request with a token must repeat the first request exactly (entities and limit). */
@@ -1308,7 +1316,9 @@ export interface components {
             /** @description The subject's id, scoped to its type. */
             id: string;
             /** @description More attributes of the subject. */
-            properties?: Record<string, never>;
+            properties?: {
+                [key: string]: unknown;
+            };
         };
         AuthzenSubjectSearchRequest: {
             subject: {
@@ -1317,7 +1327,9 @@ export interface components {
                 /** @description Ignored: this search lists the subjects. */
                 id?: string;
                 /** @description More attributes of the subject. */
-                properties?: Record<string, never>;
+                properties?: {
+                    [key: string]: unknown;
+                };
             };
             action: components["schemas"]["AuthzenAction"];
             resource: components["schemas"]["AuthzenResource"];

@@ -308,6 +308,126 @@ describe('the TypeScript client against a real server', () => {
     assert.equal(report.failed_check, 'format');
   });
 
+  it('asks for authorization decisions (AuthZEN): one, a batch, the three searches, the metadata', async () => {
+    const authorization = {
+      actions: {
+        can_read_todos: { roles: ['viewer', 'editor'] },
+        can_update_todo: {
+          roles: ['admin'],
+          owner_roles: ['editor'],
+          owner: { resource_property: 'ownerID', user_attribute: 'email' as const },
+        },
+      },
+    };
+    const created = await tessera.applications.create({
+      client_id: 'todo',
+      display_name: 'Todo',
+      description: '',
+      authorization,
+    });
+    assert.deepEqual(created.authorization, authorization, 'the model is typed and kept');
+    for (const [identifier, roles] of [
+      ['rick', ['admin']],
+      ['morty', ['editor']],
+      ['summer', ['viewer']],
+    ] as const) {
+      await tessera.users.create('todo', {
+        ...user(identifier, `${identifier}@example.com`),
+        roles: [...roles],
+      });
+    }
+    const key = await tessera.apiKeys.create({
+      name: 'todo-pep',
+      roles: ['decisions:read'],
+      applications: ['todo'],
+    });
+    // A key restricted to one application needs no context.client_id.
+    const pep = createTessera({ baseUrl, apiKey: key.key });
+    const morty = { type: 'user', id: 'azure_saml:morty' };
+    const own = { type: 'todo', id: '1', properties: { ownerID: 'MORTY@example.com' } };
+    const theirs = { type: 'todo', id: '2', properties: { ownerID: 'rick@example.com' } };
+    assert.deepEqual(
+      await pep.decisions.evaluate({
+        subject: morty,
+        action: { name: 'can_update_todo' },
+        resource: own,
+      }),
+      { decision: true },
+    );
+    assert.deepEqual(
+      await pep.decisions.evaluate({
+        subject: morty,
+        action: { name: 'can_update_todo' },
+        resource: theirs,
+      }),
+      { decision: false },
+      'a deny is an answer, not an error',
+    );
+    const batch = await pep.decisions.evaluations({
+      subject: morty,
+      action: { name: 'can_update_todo' },
+      options: { evaluations_semantic: 'deny_on_first_deny' },
+      evaluations: [
+        { resource: own },
+        { resource: theirs },
+        { action: { name: 'can_read_todos' }, resource: theirs },
+      ],
+    });
+    assert.deepEqual(batch.evaluations, [{ decision: true }, { decision: false }]);
+
+    const subjects = pep.decisions.searchSubjects({
+      subject: { type: 'user' },
+      action: { name: 'can_read_todos' },
+      resource: { type: 'todo', id: '1' },
+      page: { limit: 1 },
+    });
+    const pages = await collect(subjects.pages());
+    assert.deepEqual(
+      pages.map((page) => page.results.map((result) => result.id)),
+      [['azure_saml:morty'], ['azure_saml:summer']],
+      'one result a page; the second page ends with an empty next_token',
+    );
+    assert.deepEqual(
+      (await collect(subjects)).map((result) => result.id),
+      ['azure_saml:morty', 'azure_saml:summer'],
+      'iteration follows next_token to the empty one',
+    );
+    const resources = await collect(
+      pep.decisions.searchResources({
+        subject: { type: 'user', id: 'azure_saml:rick' },
+        action: { name: 'can_update_todo' },
+        resource: { type: 'user' },
+      }),
+    );
+    assert.deepEqual(
+      resources.map((resource) => resource.id),
+      ['azure_saml:morty', 'azure_saml:rick', 'azure_saml:summer'],
+    );
+    const actions = await collect(pep.decisions.searchActions({ subject: morty, resource: own }));
+    assert.deepEqual(
+      actions.map((action) => action.name),
+      ['can_read_todos', 'can_update_todo'],
+    );
+
+    const configuration = await pep.decisions.configuration();
+    assert.equal(configuration.access_evaluation_endpoint.endsWith('/access/v1/evaluation'), true);
+
+    // A key without decisions:read is refused with a problem document.
+    const reader = createTessera({
+      baseUrl,
+      apiKey: await ctx.createKey({ name: 'no-decisions', roles: ['users:read'] }),
+    });
+    const refused = await failure(
+      reader.decisions.evaluate({
+        subject: morty,
+        action: { name: 'can_read_todos' },
+        resource: own,
+        context: { client_id: 'todo' },
+      }),
+    );
+    assert.equal(refused.status, 403);
+  });
+
   it('reaches every operation of the document through tessera.http (SCIM here)', async () => {
     await tessera.applications.patch('people', { scim_provider: 'okta_scim' });
     const { data, response } = await tessera.http.GET(
@@ -405,7 +525,12 @@ describe('coverage of the API', () => {
     readFileSync(new URL('../openapi.json', import.meta.url), 'utf8'),
   ) as { paths: Record<string, Record<string, { operationId?: string }>> };
   const operations: Operation[] = Object.entries(document.paths)
-    .filter(([path]) => path.startsWith('/iam/api/v1/'))
+    .filter(
+      ([path]) =>
+        path.startsWith('/iam/api/v1/') ||
+        path.startsWith('/access/v1/') ||
+        path === '/.well-known/authzen-configuration',
+    )
     .flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, operation]) => ({
         id: operation.operationId!,
@@ -414,7 +539,7 @@ describe('coverage of the API', () => {
       })),
     );
 
-  it('has a call for every operation under /iam/api/v1', async () => {
+  it('has a call for every operation under /iam/api/v1, and for the AuthZEN endpoints', async () => {
     const called = new Set<string>();
     const recording = createTessera({
       baseUrl: 'http://tessera.invalid',
@@ -431,11 +556,20 @@ describe('coverage of the API', () => {
         )[0];
         assert.ok(operation, `${request.method} ${pathname} is an operation of the document`);
         called.add(operation.id);
-        return Response.json({ items: [], next_cursor: null, next_after: null });
+        return Response.json({
+          items: [],
+          next_cursor: null,
+          next_after: null,
+          page: { next_token: '', count: 0 },
+          results: [],
+        });
       },
     });
     const all = async <T>(items: AsyncIterable<T>) => collect(items);
     const user = ['app', 'google_oauth2', 'ada'] as const;
+    const subject = { type: 'user', id: 'google_oauth2:ada' };
+    const action = { name: 'can_read' };
+    const resource = { type: 'document', id: 'd1' };
     const calls: (() => Promise<unknown>)[] = [
       () => recording.applications.create({ client_id: 'app', display_name: 'A', description: '' }),
       () => all(recording.applications.list()),
@@ -485,6 +619,13 @@ describe('coverage of the API', () => {
       () => recording.webhooks.rotateSecret('id'),
       () => recording.webhooks.replay('id', null),
       () => all(recording.webhooks.deliveries('id')),
+      () => recording.decisions.evaluate({ subject, action, resource }),
+      () => recording.decisions.evaluations({ subject, evaluations: [{ action, resource }] }),
+      () =>
+        all(recording.decisions.searchSubjects({ subject: { type: 'user' }, action, resource })),
+      () => all(recording.decisions.searchResources({ subject, action, resource })),
+      () => all(recording.decisions.searchActions({ subject, resource })),
+      () => recording.decisions.configuration(),
     ];
     for (const call of calls) await call();
     const missing = operations.map((operation) => operation.id).filter((id) => !called.has(id));

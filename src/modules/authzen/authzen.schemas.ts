@@ -10,7 +10,7 @@ import { EVALUATIONS_SEMANTICS } from './authzen.service.js';
 
 /** An object with any members (AuthZEN's `properties` and `context`). */
 const FreeObject = (description: string) =>
-  Type.Unsafe<Record<string, unknown>>({ type: 'object', description });
+  Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true, description });
 
 const entity = (kind: string, id: 'required' | 'ignored', examples: object[]) =>
   Type.Object(
@@ -82,7 +82,10 @@ export const Context = named(
         }),
       ),
     },
-    { description: 'The environment of the request; Tessera reads `client_id`.' },
+    {
+      additionalProperties: true,
+      description: 'The environment of the request; Tessera reads `client_id`.',
+    },
   ),
 );
 
