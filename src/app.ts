@@ -358,6 +358,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     sessions: services.consoleSessions,
     clock: services.consoleSessions.clock,
     failures: apiKeyFailures,
+    oidc: services.consoleOidc,
   });
   registerOAuthRoutes(app, {
     ...services,

@@ -4,6 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
+import { ROLES, type Role, isRole } from './roles.js';
 import type { DatabaseConfig } from './store/open-store.js';
 import { POSTGRES_DEFAULTS } from './store/postgres/postgres-store.js';
 
@@ -149,6 +150,45 @@ const Environment = Type.Object({
       description: 'a whole number of seconds from 1 to 999999',
     }),
   ),
+  IAM_CONSOLE_OIDC_ISSUER: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$',
+      description: "an http(s) URL without query or fragment: the OpenID provider's issuer",
+    }),
+  ),
+  IAM_CONSOLE_OIDC_CLIENT_ID: Type.Optional(
+    Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'a client id' }),
+  ),
+  IAM_CONSOLE_OIDC_CLIENT_SECRET: Type.Optional(
+    Type.String({ pattern: '^[\\x20-\\x7e]{1,1024}$', description: 'a client secret' }),
+  ),
+  IAM_CONSOLE_OIDC_NAME: Type.Optional(
+    Type.String({ maxLength: 60, description: 'a name of up to 60 characters' }),
+  ),
+  IAM_CONSOLE_OIDC_SCOPES: Type.Optional(
+    Type.String({
+      pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]+( [\\x21\\x23-\\x5b\\x5d-\\x7e]+)*$',
+      description: 'scopes separated by spaces',
+    }),
+  ),
+  IAM_CONSOLE_OIDC_ROLES_CLAIM: Type.Optional(
+    Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'a claim name' }),
+  ),
+  IAM_CONSOLE_OIDC_ROLE_MAP: Type.Optional(
+    Type.String({
+      maxLength: 8192,
+      description: 'entries VALUE=ROLE,ROLE (or VALUE=*) separated by semicolons',
+    }),
+  ),
+  IAM_CONSOLE_OIDC_APPLICATIONS_CLAIM: Type.Optional(
+    Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'a claim name' }),
+  ),
+  IAM_CONSOLE_OIDC_REDIRECT_URI: Type.Optional(
+    Type.String({
+      pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?/console/oidc/callback$',
+      description: "an http(s) URL ending in /console/oidc/callback: this console's callback",
+    }),
+  ),
 });
 
 type Environment = Static<typeof Environment>;
@@ -250,7 +290,100 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       idleTimeoutMs: Number(vars.IAM_CONSOLE_IDLE_TIMEOUT_SECONDS ?? 1800) * 1000,
       absoluteTimeoutMs: Number(vars.IAM_CONSOLE_SESSION_LIFETIME_SECONDS ?? 28_800) * 1000,
     },
+    /** Console sign-in through an OpenID provider (IAM_CONSOLE_OIDC_*); null: API keys only. */
+    consoleOidc: consoleOidc(
+      vars,
+      vars.IAM_ISSUER ?? `http://${hostForUrl(vars.HOST ?? '127.0.0.1')}:${port}`,
+    ),
   };
+}
+
+const CONSOLE_OIDC_VARIABLES = [
+  'IAM_CONSOLE_OIDC_CLIENT_ID',
+  'IAM_CONSOLE_OIDC_CLIENT_SECRET',
+  'IAM_CONSOLE_OIDC_NAME',
+  'IAM_CONSOLE_OIDC_SCOPES',
+  'IAM_CONSOLE_OIDC_ROLES_CLAIM',
+  'IAM_CONSOLE_OIDC_ROLE_MAP',
+  'IAM_CONSOLE_OIDC_APPLICATIONS_CLAIM',
+  'IAM_CONSOLE_OIDC_REDIRECT_URI',
+] as const;
+
+function isLoopbackUrl(url: URL): boolean {
+  return (
+    url.hostname === 'localhost' ||
+    url.hostname === '[::1]' ||
+    /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
+  );
+}
+
+/**
+ * IAM_CONSOLE_OIDC_*: the OpenID provider operators sign in to the console through. The issuer,
+ * client id and secret go together; the provider is reached over https (plain http only on a
+ * loopback address, for a provider on the same machine).
+ */
+function consoleOidc(vars: Environment, tesseraUrl: string) {
+  const issuer = vars.IAM_CONSOLE_OIDC_ISSUER;
+  if (issuer === undefined) {
+    const stray = CONSOLE_OIDC_VARIABLES.find((name) => vars[name] !== undefined);
+    if (stray !== undefined) {
+      throw new ConfigError(
+        `invalid configuration: ${stray} is set but IAM_CONSOLE_OIDC_ISSUER is not; set IAM_CONSOLE_OIDC_ISSUER to the OpenID provider's issuer`,
+      );
+    }
+    return null;
+  }
+  for (const name of ['IAM_CONSOLE_OIDC_CLIENT_ID', 'IAM_CONSOLE_OIDC_CLIENT_SECRET'] as const) {
+    if (vars[name] === undefined) {
+      throw new ConfigError(
+        `invalid configuration: IAM_CONSOLE_OIDC_ISSUER is set but ${name} is not; the console signs in as a confidential client of the provider`,
+      );
+    }
+  }
+  const issuerUrl = new URL(issuer);
+  if (issuerUrl.protocol === 'http:' && !isLoopbackUrl(issuerUrl)) {
+    throw new ConfigError(
+      'invalid configuration: IAM_CONSOLE_OIDC_ISSUER must be an https URL (plain http only on a loopback address)',
+    );
+  }
+  const scopes = (vars.IAM_CONSOLE_OIDC_SCOPES ?? 'openid profile email').split(' ');
+  return {
+    issuer,
+    clientId: vars.IAM_CONSOLE_OIDC_CLIENT_ID!,
+    clientSecret: vars.IAM_CONSOLE_OIDC_CLIENT_SECRET!,
+    redirectUri:
+      vars.IAM_CONSOLE_OIDC_REDIRECT_URI ??
+      `${tesseraUrl.replace(/\/$/, '')}/console/oidc/callback`,
+    providerName: vars.IAM_CONSOLE_OIDC_NAME?.trim() || issuerUrl.host,
+    scopes: scopes.includes('openid') ? scopes : ['openid', ...scopes],
+    rolesClaim: vars.IAM_CONSOLE_OIDC_ROLES_CLAIM ?? 'roles',
+    roleMap: parseRoleMap(vars.IAM_CONSOLE_OIDC_ROLE_MAP ?? ''),
+    applicationsClaim: vars.IAM_CONSOLE_OIDC_APPLICATIONS_CLAIM ?? null,
+    allowHttp: issuerUrl.protocol === 'http:',
+  };
+}
+
+/** `tessera-admins=*;support=users:read,users:write` → value → roles (`*`: every role). */
+export function parseRoleMap(text: string): Map<string, Role[]> {
+  const map = new Map<string, Role[]>();
+  for (const entry of text.split(';')) {
+    if (entry.trim() === '') continue;
+    const separator = entry.lastIndexOf('=');
+    const value = entry.slice(0, separator).trim();
+    const roles = entry
+      .slice(separator + 1)
+      .split(',')
+      .map((role) => role.trim())
+      .filter((role) => role !== '');
+    const unknown = roles.filter((role) => role !== '*' && !isRole(role));
+    if (separator <= 0 || value === '' || roles.length === 0 || unknown.length > 0) {
+      throw new ConfigError(
+        `invalid configuration: IAM_CONSOLE_OIDC_ROLE_MAP must be entries VALUE=ROLE,ROLE (or VALUE=*) separated by semicolons, with roles among ${ROLES.join(', ')}${unknown.length > 0 ? ` (not a role: ${unknown.join(', ')})` : ''}`,
+      );
+    }
+    map.set(value, roles.includes('*') ? [...ROLES] : (roles as Role[]));
+  }
+  return map;
 }
 
 /** IAM_METRICS_PORT and IAM_METRICS_HOST (default: HOST's address). */

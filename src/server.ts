@@ -134,6 +134,7 @@ export async function startServer(
     version,
     metrics,
     console: config.console,
+    consoleOidc: config.consoleOidc,
     outbound: { webhooks: clusterSettings.webhooks, jwks: clusterSettings.jwks },
   });
   warnAboutConfiguration(config, logger);

@@ -10,6 +10,7 @@ import { ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { ApplicationsService } from './modules/applications/applications.service.js';
 import { AuthzenService } from './modules/authzen/authzen.service.js';
 import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
+import { ConsoleOidc, type ConsoleOidcSettings } from './modules/console/console-oidc.service.js';
 import { EventsService } from './modules/events/events.service.js';
 import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
 import { ScimService } from './modules/scim/scim.service.js';
@@ -49,6 +50,8 @@ export interface Services {
   webhookDispatcher: WebhookDispatcher;
   events: EventsService;
   consoleSessions: ConsoleSessions;
+  /** Console sign-in through the organisation's OpenID provider; null: not configured. */
+  consoleOidc: ConsoleOidc | null;
 }
 
 /** How webhooks are delivered (IAM_ALLOW_INSECURE_WEBHOOKS; the rest for tests and benches). */
@@ -72,6 +75,8 @@ export function createServices(deps: {
   metrics?: Metrics;
   /** Admin console session limits; the defaults (30 min idle, 8 h) unless given. */
   console?: ConsoleSessionLimits;
+  /** Console sign-in through an OpenID provider (IAM_CONSOLE_OIDC_*); none unless given. */
+  consoleOidc?: ConsoleOidcSettings | null;
   /**
    * The outbound fences as the cluster decides them (ClusterSettings, read at each use);
    * without it, the instance's own settings (webhooks.allowInsecure, tokens.allowInsecureJwks).
@@ -156,5 +161,9 @@ export function createServices(deps: {
       authenticator,
       ...(deps.console === undefined ? {} : { limits: deps.console }),
     }),
+    consoleOidc:
+      deps.consoleOidc === undefined || deps.consoleOidc === null
+        ? null
+        : new ConsoleOidc({ store, clock, settings: deps.consoleOidc }),
   };
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { ROLES } from '../src/roles.js';
 
 describe('loadConfig', () => {
   it('defaults to the embedded SQLite store on 127.0.0.1:8080', () => {
@@ -264,5 +265,98 @@ describe('log format and the metrics listener', () => {
       () => loadConfig({ IAM_METRICS_HOST: '127.0.0.1' }),
       /IAM_METRICS_HOST is set but IAM_METRICS_PORT is not/,
     );
+  });
+});
+
+describe('console sign-in through an OpenID provider (IAM_CONSOLE_OIDC_*)', () => {
+  const provider = {
+    IAM_CONSOLE_OIDC_ISSUER: 'https://sso.example.com/realms/staff',
+    IAM_CONSOLE_OIDC_CLIENT_ID: 'tessera-console',
+    IAM_CONSOLE_OIDC_CLIENT_SECRET: 'a secret',
+  };
+
+  it('is off unless the issuer is set', () => {
+    assert.equal(loadConfig({}).consoleOidc, null);
+  });
+
+  it('defaults the roles claim, the scopes, the name and the redirect URI (from IAM_ISSUER)', () => {
+    const settings = loadConfig({
+      ...provider,
+      IAM_ISSUER: 'https://iam.example.com',
+    }).consoleOidc!;
+    assert.equal(settings.issuer, 'https://sso.example.com/realms/staff');
+    assert.equal(settings.clientId, 'tessera-console');
+    assert.equal(settings.clientSecret, 'a secret');
+    assert.equal(settings.redirectUri, 'https://iam.example.com/console/oidc/callback');
+    assert.equal(settings.providerName, 'sso.example.com');
+    assert.deepEqual(settings.scopes, ['openid', 'profile', 'email']);
+    assert.equal(settings.rolesClaim, 'roles');
+    assert.equal(settings.roleMap.size, 0);
+    assert.equal(settings.applicationsClaim, null);
+    assert.equal(settings.allowHttp, false);
+  });
+
+  it('reads every variable; the role map gives roles, * every role', () => {
+    const settings = loadConfig({
+      ...provider,
+      IAM_CONSOLE_OIDC_NAME: 'Example SSO',
+      IAM_CONSOLE_OIDC_SCOPES: 'profile groups',
+      IAM_CONSOLE_OIDC_ROLES_CLAIM: 'realm_access.roles',
+      IAM_CONSOLE_OIDC_ROLE_MAP: 'tessera-admins=*; support=users:read,users:write',
+      IAM_CONSOLE_OIDC_APPLICATIONS_CLAIM: 'tessera_applications',
+      IAM_CONSOLE_OIDC_REDIRECT_URI: 'https://admin.example.com/iam/console/oidc/callback',
+    }).consoleOidc!;
+    assert.equal(settings.providerName, 'Example SSO');
+    assert.deepEqual(settings.scopes, ['openid', 'profile', 'groups']);
+    assert.equal(settings.rolesClaim, 'realm_access.roles');
+    assert.deepEqual(settings.roleMap.get('tessera-admins'), [...ROLES]);
+    assert.deepEqual(settings.roleMap.get('support'), ['users:read', 'users:write']);
+    assert.equal(settings.applicationsClaim, 'tessera_applications');
+    assert.equal(settings.redirectUri, 'https://admin.example.com/iam/console/oidc/callback');
+  });
+
+  it('takes a plain-http issuer on a loopback address only', () => {
+    const local = { ...provider, IAM_CONSOLE_OIDC_ISSUER: 'http://127.0.0.1:9000' };
+    assert.equal(loadConfig(local).consoleOidc!.allowHttp, true);
+    assert.throws(
+      () => loadConfig({ ...provider, IAM_CONSOLE_OIDC_ISSUER: 'http://sso.example.com' }),
+      /IAM_CONSOLE_OIDC_ISSUER must be an https URL/,
+    );
+  });
+
+  it('refuses a partial or wrong configuration, naming the variable, never the secret', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [
+        { IAM_CONSOLE_OIDC_CLIENT_ID: 'x' },
+        /IAM_CONSOLE_OIDC_CLIENT_ID is set but IAM_CONSOLE_OIDC_ISSUER is not/,
+      ],
+      [
+        { ...provider, IAM_CONSOLE_OIDC_CLIENT_SECRET: '' },
+        /IAM_CONSOLE_OIDC_CLIENT_SECRET is not/,
+      ],
+      [
+        { ...provider, IAM_CONSOLE_OIDC_ROLE_MAP: 'admins=superuser' },
+        /IAM_CONSOLE_OIDC_ROLE_MAP.*not a role: superuser/,
+      ],
+      [
+        { ...provider, IAM_CONSOLE_OIDC_ROLE_MAP: 'admins' },
+        /IAM_CONSOLE_OIDC_ROLE_MAP must be entries/,
+      ],
+      [
+        { ...provider, IAM_CONSOLE_OIDC_REDIRECT_URI: 'https://iam.example.com/callback' },
+        /IAM_CONSOLE_OIDC_REDIRECT_URI must be/,
+      ],
+      [
+        { ...provider, IAM_CONSOLE_OIDC_ISSUER: 'sso.example.com' },
+        /IAM_CONSOLE_OIDC_ISSUER must be/,
+      ],
+    ];
+    for (const [env, message] of cases) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) => message.test(error.message) && !error.message.includes('a secret'),
+        JSON.stringify(env),
+      );
+    }
   });
 });

@@ -338,6 +338,7 @@ describe('authorization of every console route', () => {
       sessions: ctx.services.consoleSessions,
       clock: ctx.clock,
       failures: new AuthFailureLimiter({ perMinute: 0, purpose: 'console' }),
+      oidc: null,
     });
     await walked.close();
     assert.deepEqual(

@@ -13,6 +13,7 @@ import type { Clock } from '../src/clock.js';
 import { createMetrics } from '../src/http/metrics.js';
 import { registerTypeBoxFormats } from '../src/http/formats.js';
 import type { TokenSettings } from '../src/modules/tokens/token-settings.js';
+import type { ConsoleOidcSettings } from '../src/modules/console/console-oidc.service.js';
 import { ROLES, type Role } from '../src/roles.js';
 import { createServices, type Services, type WebhookSettings } from '../src/services.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
@@ -104,6 +105,8 @@ export async function buildTestApp(
     timeouts?: AppOptions['timeouts'];
     webhooks?: WebhookSettings;
     accessLog?: boolean;
+    /** Console sign-in through an OpenID provider (test/console-oidc.test.ts). */
+    consoleOidc?: ConsoleOidcSettings;
   } = {},
 ): Promise<TestContext> {
   const store = options.store ?? (await openTestStore());
@@ -135,6 +138,7 @@ export async function buildTestApp(
       ...options.tokens,
     },
     ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
+    ...(options.consoleOidc === undefined ? {} : { consoleOidc: options.consoleOidc }),
   });
   const app = await buildApp({
     store,

@@ -1,13 +1,21 @@
-// A real OpenID provider for the token tests: panva's oidc-provider, in this process, on
-// 127.0.0.1. ID tokens come out of a genuine authorization-code flow with PKCE, driven by a
-// scripted login and consent, exactly as a native app's browser tab would drive it. The
-// provider's private keys are kept, so tests can also sign tokens that are well signed but
-// wrong in one claim.
+// A real OpenID provider for the token tests and the console's sign-in: panva's oidc-provider,
+// in this process, on 127.0.0.1. ID tokens come out of a genuine authorization-code flow with
+// PKCE, driven by a scripted login and consent, exactly as a native app's browser tab would
+// drive it. The provider's private keys are kept, so tests can also sign tokens that are well
+// signed but wrong in one claim, and have the token endpoint hand out such a token.
 
 import { createHash, randomBytes } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type JWK, exportJWK, generateKeyPair } from 'jose';
+import {
+  type JWK,
+  type JWTPayload,
+  SignJWT,
+  decodeJwt,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+} from 'jose';
 import Provider from 'oidc-provider';
 
 export const NATIVE_CLIENT = 'com.example.notes';
@@ -21,7 +29,19 @@ export interface Account {
   name?: string;
   locale?: string;
   picture?: string;
+  /** Claims an organisation's provider adds (roles, groups, applications), in the ID token. */
+  [claim: string]: unknown;
 }
+
+/** A confidential web client (a server-side application such as Tessera's console). */
+export interface WebClient {
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+}
+
+/** The claims the ID token carries beside the standard ones, when the account has them. */
+const ORGANISATION_CLAIMS = ['roles', 'groups', 'applications', 'realm_access'];
 
 export interface TestProvider {
   issuer: string;
@@ -33,6 +53,13 @@ export interface TestProvider {
   jwksFetches: number;
   /** While true the JWKS endpoint drops connections (the provider's keys cannot be fetched). */
   jwksDown: boolean;
+  /** Who logs in when the authorization request names nobody (no login_hint). */
+  nextAccount: string;
+  /**
+   * While set, the token endpoint's ID token is replaced by one with these claims changed
+   * (undefined removes one), signed with `signingKey` (default: the provider's own RSA key).
+   */
+  idTokenChanges: { claims: Record<string, unknown>; signingKey?: JWK } | null;
   /** An ID token for the account, from authorization code + PKCE. */
   signIn(accountId: string, clientId?: string): Promise<string>;
   close(): Promise<void>;
@@ -43,7 +70,9 @@ async function providerKey(alg: 'RS256' | 'ES256', kid: string): Promise<JWK> {
   return { ...(await exportJWK(privateKey)), kid, alg, use: 'sig' };
 }
 
-export async function startTestProvider(): Promise<TestProvider> {
+export async function startTestProvider(
+  options: { webClients?: readonly WebClient[] } = {},
+): Promise<TestProvider> {
   const privateKeys = {
     rsa: await providerKey('RS256', 'rsa-1'),
     ec: await providerKey('ES256', 'ec-1'),
@@ -67,10 +96,24 @@ export async function startTestProvider(): Promise<TestProvider> {
       nativeClient(NATIVE_CLIENT, 'RS256'),
       nativeClient(OTHER_CLIENT, 'RS256'),
       nativeClient(ES256_CLIENT, 'ES256'),
+      ...(options.webClients ?? []).map((client) => ({
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+        token_endpoint_auth_method: 'client_secret_basic' as const,
+        redirect_uris: [client.redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code' as const],
+      })),
     ],
+    // Every client proves its code with PKCE (S256).
+    pkce: { methods: ['S256'], required: () => true },
     jwks: { keys: [privateKeys.rsa, privateKeys.ec] },
     cookies: { keys: [randomBytes(32).toString('hex')] },
-    claims: { openid: ['sub'], email: ['email'], profile: ['name', 'locale', 'picture'] },
+    claims: {
+      openid: ['sub', ...ORGANISATION_CLAIMS],
+      email: ['email'],
+      profile: ['name', 'locale', 'picture'],
+    },
     // ID tokens carry the profile claims, as Google's and Apple's do.
     conformIdTokenClaims: false,
     features: { devInteractions: { enabled: false } },
@@ -92,6 +135,8 @@ export async function startTestProvider(): Promise<TestProvider> {
     accounts,
     jwksFetches: 0,
     jwksDown: false,
+    nextAccount: '',
+    idTokenChanges: null,
     signIn: (accountId, clientId = NATIVE_CLIENT) => signIn(issuer, accountId, clientId),
     close: () =>
       new Promise((resolve) => {
@@ -104,7 +149,7 @@ export async function startTestProvider(): Promise<TestProvider> {
   async function interact(request: IncomingMessage, response: ServerResponse) {
     const details = await provider.interactionDetails(request, response);
     if (details.prompt.name === 'login') {
-      const accountId = String(details.params.login_hint);
+      const accountId = String(details.params.login_hint ?? harness.nextAccount);
       await provider.interactionFinished(request, response, { login: { accountId } });
       return;
     }
@@ -130,6 +175,9 @@ export async function startTestProvider(): Promise<TestProvider> {
         return;
       }
     }
+    if (path === '/token' && harness.idTokenChanges !== null) {
+      rewriteIdToken(response, harness.idTokenChanges, privateKeys.rsa);
+    }
     if (path.startsWith('/interaction/')) {
       interact(request, response).catch((error: unknown) => {
         response.statusCode = 500;
@@ -140,6 +188,36 @@ export async function startTestProvider(): Promise<TestProvider> {
     void handle(request, response);
   });
   return harness;
+}
+
+/**
+ * Replaces the ID token in the token endpoint's answer (written in one end() call, its headers
+ * not yet sent) by one with some claims changed, signed with the given key.
+ */
+function rewriteIdToken(
+  response: ServerResponse,
+  changes: { claims: Record<string, unknown>; signingKey?: JWK },
+  providerKey: JWK,
+): void {
+  const end = response.end.bind(response) as (chunk?: unknown) => ServerResponse;
+  response.end = ((chunk?: unknown) => {
+    const body = JSON.parse(String(chunk)) as { id_token?: string };
+    if (body.id_token === undefined) return end(chunk);
+    const key = changes.signingKey ?? providerKey;
+    const claims: JWTPayload = { ...decodeJwt(body.id_token), ...changes.claims };
+    for (const [name, value] of Object.entries(changes.claims)) {
+      if (value === undefined) delete claims[name];
+    }
+    void importJWK(key, 'RS256').then(async (privateKey) => {
+      body.id_token = await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: key.kid ?? 'rsa-1' })
+        .sign(privateKey);
+      const text = JSON.stringify(body);
+      response.setHeader('content-length', Buffer.byteLength(text));
+      end(text);
+    });
+    return response;
+  }) as typeof response.end;
 }
 
 /** oidc-provider's storage, in memory (its own warns that it is for development only). */

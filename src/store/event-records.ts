@@ -4,9 +4,12 @@
 
 import type { PageQuery } from './page-query.js';
 
-/** Who made a change: an API key (by id), a SCIM client (its key id), the CLI, … */
+/**
+ * Who made a change: an API key (by id), a SCIM client (its key id), the CLI, an operator
+ * signed in to the console through the OpenID provider (by their subject there), …
+ */
 export interface EventActor {
-  type: 'api_key' | 'token_exchange' | 'scim' | 'cli' | 'system';
+  type: 'api_key' | 'operator' | 'token_exchange' | 'scim' | 'cli' | 'system';
   id: string | null;
 }
 

@@ -482,18 +482,58 @@ export interface StoredSecretRepository {
   ): Promise<boolean>;
 }
 
+/**
+ * A person signed in to the console through the organisation's OpenID provider: who they are
+ * there and the powers the provider's claims gave them at sign-in (kept for the session).
+ */
+export interface ConsoleOperator {
+  /** The provider's issuer identifier and the person's subject there. */
+  issuer: string;
+  subject: string;
+  /** What the console shows: their name, else their e-mail address, else the subject. */
+  name: string;
+  /** Tessera roles, from the provider's roles claim. */
+  roles: string[];
+  /** The client_ids they may act on, from the provider's applications claim; null: all. */
+  applications: string[] | null;
+}
+
 /** A signed-in session of the admin console. */
 export interface ConsoleSessionRecord {
   /** Hex SHA-256 of the session id the browser's cookie carries; the id itself is never stored. */
   idDigest: string;
-  /** The API key the session acts with (its current roles and restriction, on each request). */
-  apiKeyId: string;
-  /** Hex SHA-256 of the key's secret signed in with: the session ends when that secret stops working. */
-  keyDigest: string;
+  /**
+   * The API key the session acts with (its current roles and restriction, on each request);
+   * null for an operator's session.
+   */
+  apiKeyId: string | null;
+  /**
+   * Hex SHA-256 of the key's secret signed in with: the session ends when that secret stops
+   * working; null for an operator's session.
+   */
+  keyDigest: string | null;
+  /** The operator the session acts for (signed in through OpenID Connect), or null. */
+  operator: ConsoleOperator | null;
   /** The synchronizer token every state-changing request of the session must carry. */
   csrfToken: string;
   createdAt: number;
   lastSeenAt: number;
+}
+
+/**
+ * A console sign-in through the OpenID provider, begun and not yet finished: what the callback
+ * must find to accept the provider's answer. Taken (read and deleted) at most once.
+ */
+export interface ConsoleSignInRecord {
+  /** Hex SHA-256 of the `state` sent to the provider. */
+  stateDigest: string;
+  /** Hex SHA-256 of the value of the cookie set in the browser that began the sign-in. */
+  browserDigest: string;
+  /** The `nonce` the ID token must carry. */
+  nonce: string;
+  /** The PKCE code verifier the code is redeemed with. */
+  codeVerifier: string;
+  createdAt: number;
 }
 
 export interface ConsoleSessionRepository {
@@ -507,6 +547,15 @@ export interface ConsoleSessionRepository {
   deleteConsoleSession(idDigest: string): Promise<boolean>;
   /** Deletes sessions last seen before `idleSince` or created before `createdSince`; how many. */
   deleteExpiredConsoleSessions(idleSince: number, createdSince: number): Promise<number>;
+  /** Records a sign-in begun. DuplicateError when its state digest exists. */
+  insertConsoleSignIn(signIn: ConsoleSignInRecord): Promise<void>;
+  /**
+   * Deletes the sign-in of a state digest and returns it, or undefined when there is none:
+   * of two callers racing for one, only one gets it.
+   */
+  takeConsoleSignIn(stateDigest: string): Promise<ConsoleSignInRecord | undefined>;
+  /** Deletes sign-ins begun before `createdSince`; how many. */
+  deleteExpiredConsoleSignIns(createdSince: number): Promise<number>;
 }
 
 export interface Store {

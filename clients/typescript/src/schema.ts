@@ -1355,7 +1355,7 @@ export interface components {
             occurred_at: string;
             actor: {
                 /** @enum {string} */
-                type: "api_key" | "token_exchange" | "scim" | "cli" | "system";
+                type: "api_key" | "operator" | "token_exchange" | "scim" | "cli" | "system";
                 /** @description The API key id (api_key, scim), or null. */
                 id: string | null;
             };

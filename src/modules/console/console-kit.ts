@@ -47,16 +47,27 @@ export function sessionOf(request: FastifyRequest): ConsoleSession {
   return request.consoleSession!;
 }
 
-/** The origin of a change made in the console: the session's API key, the request id. */
+/**
+ * The origin of a change made in the console: the session's API key, or the operator signed in
+ * through the OpenID provider (by their subject there); the request id.
+ */
 export function consoleOrigin(request: FastifyRequest): ChangeOrigin {
-  return { actor: { type: 'api_key', id: sessionOf(request).key.id }, requestId: request.id };
+  const { key, operator } = sessionOf(request);
+  return {
+    actor:
+      operator === null
+        ? { type: 'api_key', id: key.id }
+        : { type: 'operator', id: operator.subject },
+    requestId: request.id,
+  };
 }
 
 export function viewerOf(request: FastifyRequest): Viewer {
-  const { key, record } = sessionOf(request);
+  const { key, record, operator } = sessionOf(request);
   return {
     keyId: key.id,
     keyName: key.name,
+    provider: operator === null ? null : operator.issuer,
     roles: key.roles as Role[],
     applications: key.applications,
     csrfToken: record.csrfToken,

@@ -11,6 +11,11 @@ export interface Viewer {
   /** The id of the API key the session runs on ("this key" in the list of keys). */
   keyId: string;
   keyName: string;
+  /**
+   * The OpenID provider an operator signed in through ("Signed in as … "); null for a
+   * session of an API key.
+   */
+  provider: string | null;
   roles: readonly Role[];
   /** The client_ids the key is restricted to, or null. */
   applications: readonly string[] | null;
@@ -96,6 +101,8 @@ export function page(options: {
   section: Section | null;
   body: Renderable;
   notice?: string | null;
+  /** Go on to this console page at once (after a sign-in through the OpenID provider). */
+  refreshTo?: string;
 }): Html {
   const { viewer } = options;
   const nav = viewer === null ? [] : pagesOf(viewer);
@@ -106,7 +113,11 @@ export function page(options: {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="htmx-config" content="${HTMX_CONFIG}">
 <meta name="referrer" content="same-origin">
-<title>${options.title} · Tessera console</title>
+${
+  options.refreshTo === undefined
+    ? ''
+    : html`<meta http-equiv="refresh" content="0; url=${options.refreshTo}" /> `
+}<title>${options.title} · Tessera console</title>
 <link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/htmx.min.js" defer></script>
@@ -139,7 +150,7 @@ export function page(options: {
           }
           <form class="who" method="post" action="/console/sign-out">
             <span
-              >Signed in with key
+              >${viewer.provider === null ? 'Signed in with key' : 'Signed in as'}
               <a
                 href="/console/account"
                 ${options.section === 'account' ? html` aria-current="page"` : ''}

@@ -1,8 +1,14 @@
 import { type Html, html } from './html.js';
 import { type Viewer, page } from './console-layout.view.js';
 
-export function signInPage(options: { notice?: string | null; keyError?: string }): Html {
+export function signInPage(options: {
+  notice?: string | null;
+  keyError?: string;
+  /** The OpenID provider operators may sign in through, by name; null: none configured. */
+  provider?: string | null;
+}): Html {
   const error = options.keyError;
+  const provider = options.provider ?? null;
   return page({
     title: 'Sign in',
     viewer: null,
@@ -10,6 +16,14 @@ export function signInPage(options: { notice?: string | null; keyError?: string 
     notice: options.notice ?? null,
     body: html`<section class="narrow">
       <h1>Sign in</h1>
+      ${
+        provider === null
+          ? ''
+          : html`<p>
+                <a class="button" href="/console/oidc/start">Sign in with ${provider}</a>
+              </p>
+              <p>Or sign in with an API key:</p>`
+      }
       <p>
         Paste an API key. It is exchanged for a session of this browser and not kept: the console
         acts with the key's roles and restriction, and shows only what they allow.

@@ -8,12 +8,18 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import cookie from '@fastify/cookie';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../../clock.js';
 import { assertRoles } from '../../http/auth.js';
 import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { toProblem } from '../../http/error-handler.js';
 import { type ProblemError, problem } from '../../problems.js';
+import {
+  CONSOLE_PREFIX,
+  SESSION_COOKIE,
+  clearSessionCookie,
+  setSessionCookie,
+} from './console-cookies.js';
 import { registerConsoleApplicationRoutes } from './console-applications.routes.js';
 import { registerConsoleEventRoutes } from './console-events.routes.js';
 import { registerConsoleKeyRoutes } from './console-keys.routes.js';
@@ -34,9 +40,8 @@ import { registerConsoleUserRoutes } from './console-users.routes.js';
 import { registerConsoleWebhookRoutes } from './console-webhooks.routes.js';
 import { ApplicationChoice, assertBody, formText, parseForm } from './console.schemas.js';
 import { type ConsoleSessions, csrfTokenMatches } from './console.service.js';
-
-export const CONSOLE_PREFIX = '/console';
-const COOKIE = 'tessera_console';
+import type { ConsoleOidc } from './console-oidc.service.js';
+import { registerConsoleOidcRoutes } from './console-oidc.routes.js';
 
 /** Every console response: this origin only, never framed, forms post only here. */
 export const CONSOLE_CSP =
@@ -48,6 +53,8 @@ export interface ConsoleDeps {
   sessions: ConsoleSessions;
   /** Failed sign-ins count with failed API keys, per address. */
   failures: AuthFailureLimiter;
+  /** Sign-in through the organisation's OpenID provider; null: API keys only. */
+  oidc: ConsoleOidc | null;
 }
 
 /**
@@ -71,10 +78,6 @@ function authorizeConsoleRequest(request: FastifyRequest): void {
   assertRoles(key.roles, request.routeOptions.config.role ?? []);
   const clientId = (request.params as { client_id?: unknown } | undefined)?.client_id;
   if (typeof clientId === 'string') requireApplication(request, clientId);
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
 /**
@@ -143,7 +146,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
       scope.addHook('preHandler', async function requireSession(request, reply) {
         if (request.routeOptions.config.consolePublic === true) return;
-        const sessionId = request.cookies[COOKIE];
+        const sessionId = request.cookies[SESSION_COOKIE];
         const session =
           sessionId === undefined
             ? null
@@ -254,7 +257,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         '/sign-in',
         { config: { consolePublic: true }, schema: { hide: true } },
         async function showSignIn(request, reply) {
-          const sessionId = request.cookies[COOKIE];
+          const sessionId = request.cookies[SESSION_COOKIE];
           if (sessionId !== undefined && (await deps.sessions.findSession(sessionId)) !== null) {
             return reply.redirect(CONSOLE_PREFIX, 303);
           }
@@ -267,7 +270,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
                 : query.ended !== undefined
                   ? 'Your session has ended; sign in again.'
                   : null;
-          return reply.type('text/html; charset=utf-8').send(signInPage({ notice }).text);
+          return reply
+            .type('text/html; charset=utf-8')
+            .send(signInPage({ notice, provider: deps.oidc?.providerName ?? null }).text);
         },
       );
 
@@ -297,6 +302,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
               .type('text/html; charset=utf-8')
               .send(
                 signInPage({
+                  provider: deps.oidc?.providerName ?? null,
                   keyError:
                     secret === ''
                       ? 'API key is required.'
@@ -304,12 +310,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
                 }).text,
               );
           }
-          reply.setCookie(COOKIE, result.sessionId, {
-            path: CONSOLE_PREFIX,
-            httpOnly: true,
-            sameSite: 'strict',
-            secure: !(request.protocol === 'http' && isLoopbackHost(request.hostname)),
-          });
+          setSessionCookie(request, reply, result.sessionId);
           return redirectAfterPost(reply, CONSOLE_PREFIX);
         },
       );
@@ -318,12 +319,15 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         '/sign-out',
         { config: { role: [] }, schema: { hide: true } },
         async function signOut(request, reply) {
-          await deps.sessions.signOut(request.cookies[COOKIE]!);
+          await deps.sessions.signOut(request.cookies[SESSION_COOKIE]!);
           clearSessionCookie(reply);
           return redirectAfterPost(reply, `${CONSOLE_PREFIX}/sign-in?signed-out=1`);
         },
       );
 
+      if (deps.oidc !== null) {
+        registerConsoleOidcRoutes(scope, { oidc: deps.oidc, sessions: deps.sessions });
+      }
       registerConsoleApplicationRoutes(scope, deps.services);
       registerConsoleUserRoutes(scope, deps.services);
       registerConsoleKeyRoutes(scope, deps.services, deps.clock);
@@ -332,8 +336,4 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     },
     { prefix: CONSOLE_PREFIX },
   );
-}
-
-function clearSessionCookie(reply: FastifyReply): void {
-  reply.clearCookie(COOKIE, { path: CONSOLE_PREFIX, httpOnly: true, sameSite: 'strict' });
 }

@@ -2,11 +2,18 @@
 // for a random session id (the browser's cookie) and forgotten: the store keeps the digest of
 // the session id, the key's id and the digest of the secret signed in with, never a secret.
 // Every request acts with the key's roles and restriction as they are now, so revoking the
-// key, or its secret expiring, ends its sessions.
+// key, or its secret expiring, ends its sessions. An operator who signs in through the
+// organisation's OpenID provider (console-oidc.service.ts) gets a session that holds who they
+// are and the roles and applications the provider's claims gave them, for its lifetime.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../clock.js';
-import type { ApiKeyRecord, ConsoleSessionRecord, Store } from '../../store/store.js';
+import type {
+  ApiKeyRecord,
+  ConsoleOperator,
+  ConsoleSessionRecord,
+  Store,
+} from '../../store/store.js';
 import {
   type ApiKeyAuthenticator,
   digestSecret,
@@ -29,8 +36,41 @@ const TOUCH_INTERVAL_MS = 15_000;
 
 export interface ConsoleSession {
   record: ConsoleSessionRecord;
-  /** The session's API key, as it is now. */
+  /**
+   * The session's API key, as it is now; for an operator's session, their powers in the same
+   * shape (operatorCaller), so that every page and service treats both alike.
+   */
   key: ApiKeyRecord;
+  /** The operator signed in through the OpenID provider, or null (an API key's session). */
+  operator: ConsoleOperator | null;
+}
+
+/** The prefix of the caller id an operator's session acts with (never an API key's id, a UUID). */
+export const OPERATOR_CALLER_PREFIX = 'operator:';
+
+/**
+ * An operator's powers as the services take a caller's: their roles and applications, no
+ * expiry of their own (what they create may outlive the session, as an administrator's key
+ * may), and no secret.
+ */
+export function operatorCaller(
+  record: ConsoleSessionRecord,
+  operator: ConsoleOperator,
+): ApiKeyRecord {
+  return {
+    id: `${OPERATOR_CALLER_PREFIX}${operator.subject}`,
+    name: operator.name,
+    secretDigest: '',
+    roles: operator.roles,
+    applications: operator.applications,
+    createdAt: record.createdAt,
+    updatedAt: record.createdAt,
+    expiresAt: null,
+    lastUsedAt: record.lastSeenAt,
+    previousSecretDigest: null,
+    previousExpiresAt: null,
+    revokedAt: null,
+  };
 }
 
 export type SignIn =
@@ -67,12 +107,34 @@ export class ConsoleSessions {
   async signIn(secret: string): Promise<SignIn> {
     const key = await this.deps.authenticator.authenticate(secret);
     if (key === undefined) return { ok: false, reason: 'unknown-key' };
+    const { sessionId, record } = await this.#startSession({
+      apiKeyId: key.id,
+      keyDigest: digestSecret(secret),
+      operator: null,
+    });
+    return { ok: true, sessionId, session: { record, key, operator: null } };
+  }
+
+  /** Opens a session for an operator the OpenID provider vouched for (console-oidc.service.ts). */
+  async signInOperator(
+    operator: ConsoleOperator,
+  ): Promise<{ sessionId: string; session: ConsoleSession }> {
+    const { sessionId, record } = await this.#startSession({
+      apiKeyId: null,
+      keyDigest: null,
+      operator,
+    });
+    return { sessionId, session: { record, key: operatorCaller(record, operator), operator } };
+  }
+
+  async #startSession(
+    principal: Pick<ConsoleSessionRecord, 'apiKeyId' | 'keyDigest' | 'operator'>,
+  ): Promise<{ sessionId: string; record: ConsoleSessionRecord }> {
     const now = this.deps.clock.now();
     const sessionId = randomBytes(32).toString('base64url');
     const record: ConsoleSessionRecord = {
       idDigest: digest(sessionId),
-      apiKeyId: key.id,
-      keyDigest: digestSecret(secret),
+      ...principal,
       csrfToken: randomBytes(32).toString('base64url'),
       createdAt: now,
       lastSeenAt: now,
@@ -85,7 +147,7 @@ export class ConsoleSessions {
         now - this.#limits.absoluteTimeoutMs,
       )
       .catch(() => {});
-    return { ok: true, sessionId, session: { record, key } };
+    return { sessionId, record };
   }
 
   /**
@@ -100,12 +162,11 @@ export class ConsoleSessions {
     const record = await this.deps.store.consoleSessions.findConsoleSession(idDigest);
     if (record === undefined) return null;
     const now = this.deps.clock.now();
-    const key = await this.deps.store.apiKeys.findApiKey(record.apiKeyId);
+    const key = await this.#callerOf(record, now);
     if (
       now - record.lastSeenAt >= this.#limits.idleTimeoutMs ||
       now - record.createdAt >= this.#limits.absoluteTimeoutMs ||
-      key === undefined ||
-      !secretStillWorks(key, record.keyDigest, now)
+      key === undefined
     ) {
       await this.deps.store.consoleSessions.deleteConsoleSession(idDigest);
       return null;
@@ -114,7 +175,15 @@ export class ConsoleSessions {
       await this.deps.store.consoleSessions.touchConsoleSession(idDigest, now);
       record.lastSeenAt = now;
     }
-    return { record, key };
+    return { record, key, operator: record.operator };
+  }
+
+  /** Whom a session acts as now: its operator, or its key while the secret still opens it. */
+  async #callerOf(record: ConsoleSessionRecord, now: number): Promise<ApiKeyRecord | undefined> {
+    if (record.operator !== null) return operatorCaller(record, record.operator);
+    if (record.apiKeyId === null || record.keyDigest === null) return undefined;
+    const key = await this.deps.store.apiKeys.findApiKey(record.apiKeyId);
+    return key !== undefined && secretStillWorks(key, record.keyDigest, now) ? key : undefined;
   }
 
   /** Ends the session behind a cookie's id (nothing happens for an unknown one). */

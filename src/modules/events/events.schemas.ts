@@ -11,7 +11,14 @@ import { named } from '../../http/openapi.js';
 import { RULE_KEYWORD } from '../../http/validation.js';
 import type { EventRecord } from '../../store/store.js';
 
-export const ACTOR_TYPES = ['api_key', 'token_exchange', 'scim', 'cli', 'system'] as const;
+export const ACTOR_TYPES = [
+  'api_key',
+  'operator',
+  'token_exchange',
+  'scim',
+  'cli',
+  'system',
+] as const;
 export const RESOURCE_TYPES = [
   'application',
   'user',

@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuplicateError } from '../errors.js';
-import type { ConsoleSessionRecord } from '../store.js';
+import type { ConsoleSessionRecord, ConsoleSignInRecord } from '../store.js';
 import { type ContractContext, T0 } from './fixtures.js';
+
+function signInRecord(stateDigest: string, createdAt = T0): ConsoleSignInRecord {
+  return {
+    stateDigest,
+    browserDigest: `browser-${stateDigest}`,
+    nonce: `nonce-${stateDigest}`,
+    codeVerifier: `verifier-${stateDigest}`,
+    createdAt,
+  };
+}
 
 function sessionRecord(
   idDigest: string,
@@ -12,6 +22,7 @@ function sessionRecord(
     idDigest,
     apiKeyId: 'key-1',
     keyDigest: 'f'.repeat(64),
+    operator: null,
     csrfToken: `csrf-${idDigest}`,
     createdAt: T0,
     lastSeenAt: T0,
@@ -76,6 +87,49 @@ export function describeConsoleSessionsContract(ctx: ContractContext): void {
       assert.equal(await ctx.store.consoleSessions.findConsoleSession('idle'), undefined);
       assert.equal(await ctx.store.consoleSessions.findConsoleSession('old'), undefined);
       assert.ok(await ctx.store.consoleSessions.findConsoleSession('live'));
+    });
+
+    it("keeps an operator's session, who they are and their powers, without a key", async () => {
+      const session = sessionRecord('op', {
+        apiKeyId: null,
+        keyDigest: null,
+        operator: {
+          issuer: 'https://idp.example.test/realms/ops',
+          subject: 'f3b0c2',
+          name: 'Ada Lovelace',
+          roles: ['users:read', 'events:read'],
+          applications: ['shop-web'],
+        },
+      });
+      await ctx.store.consoleSessions.insertConsoleSession(session);
+      assert.deepEqual(await ctx.store.consoleSessions.findConsoleSession('op'), session);
+    });
+
+    it('gives a sign-in begun to one taker, once', async () => {
+      await ctx.store.consoleSessions.insertConsoleSignIn(signInRecord('s1'));
+      await ctx.store.consoleSessions.insertConsoleSignIn(signInRecord('s2'));
+      await assert.rejects(
+        ctx.store.consoleSessions.insertConsoleSignIn(signInRecord('s1')),
+        DuplicateError,
+      );
+      const takers = await Promise.all([
+        ctx.store.consoleSessions.takeConsoleSignIn('s1'),
+        ctx.store.consoleSessions.takeConsoleSignIn('s1'),
+      ]);
+      assert.deepEqual(
+        takers.filter((taken) => taken !== undefined),
+        [signInRecord('s1')],
+      );
+      assert.equal(await ctx.store.consoleSessions.takeConsoleSignIn('s1'), undefined);
+      assert.deepEqual(await ctx.store.consoleSessions.takeConsoleSignIn('s2'), signInRecord('s2'));
+    });
+
+    it('deletes the sign-ins begun before the given time, and only those', async () => {
+      await ctx.store.consoleSessions.insertConsoleSignIn(signInRecord('old', T0));
+      await ctx.store.consoleSessions.insertConsoleSignIn(signInRecord('new', T0 + 1_000));
+      assert.equal(await ctx.store.consoleSessions.deleteExpiredConsoleSignIns(T0 + 500), 1);
+      assert.equal(await ctx.store.consoleSessions.takeConsoleSignIn('old'), undefined);
+      assert.ok(await ctx.store.consoleSessions.takeConsoleSignIn('new'));
     });
   });
 }

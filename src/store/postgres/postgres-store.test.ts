@@ -59,6 +59,7 @@ describe('PostgreSQL store', { skip }, () => {
           'api_keys',
           'applications',
           'console_sessions',
+          'console_sign_ins',
           'event_sequence',
           'events',
           'events_pending',

@@ -422,6 +422,36 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
           .execute();
       },
     },
+    '0017_console_operators': {
+      async up(db: Kysely<unknown>) {
+        // Console sessions of operators signed in through the OpenID provider hold no API
+        // key: api_key_id and key_digest become nullable, which SQLite cannot alter, so the
+        // table is made anew. Sessions last hours at most; an upgrade signs everyone out once.
+        await db.schema.dropTable('console_sessions').execute();
+        await finish(
+          db.schema
+            .createTable('console_sessions')
+            .addColumn('id_digest', key, (c) => c.primaryKey().notNull())
+            .addColumn('api_key_id', key)
+            .addColumn('key_digest', key)
+            .addColumn('operator', 'text')
+            .addColumn('csrf_token', 'text', (c) => c.notNull())
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('last_seen_at', time, (c) => c.notNull()),
+        ).execute();
+        // Sign-ins begun and not yet finished, shared by every instance: the provider may send
+        // the browser back to another instance than the one it left. Each is taken once.
+        await finish(
+          db.schema
+            .createTable('console_sign_ins')
+            .addColumn('state_digest', key, (c) => c.primaryKey().notNull())
+            .addColumn('browser_digest', key, (c) => c.notNull())
+            .addColumn('nonce', 'text', (c) => c.notNull())
+            .addColumn('code_verifier', 'text', (c) => c.notNull())
+            .addColumn('created_at', time, (c) => c.notNull()),
+        ).execute();
+      },
+    },
   };
 }
 

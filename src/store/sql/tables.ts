@@ -152,11 +152,22 @@ export interface EventSequenceTable {
 
 export interface ConsoleSessionsTable {
   id_digest: string;
-  api_key_id: string;
-  key_digest: string;
+  api_key_id: string | null;
+  key_digest: string | null;
+  /** JSON of ConsoleOperator, or null (a session of an API key). */
+  operator: string | null;
   csrf_token: string;
   created_at: number | string;
   last_seen_at: number | string;
+}
+
+/** Console sign-ins through the OpenID provider, begun and not yet finished. */
+export interface ConsoleSignInsTable {
+  state_digest: string;
+  browser_digest: string;
+  nonce: string;
+  code_verifier: string;
+  created_at: number | string;
 }
 
 /** Limit counters shared by instances (failed authentications, requests per key). */
@@ -179,6 +190,7 @@ export interface Tables {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   console_sessions: ConsoleSessionsTable;
+  console_sign_ins: ConsoleSignInsTable;
   limit_counters: LimitCountersTable;
 }
 
