@@ -117,6 +117,18 @@ const ROUTES: ConsoleRoute[] = [
     access: ['applications:read'],
     request: () => ({ path: '/console/applications/a/dry-run', fields: {} }),
   },
+  {
+    method: 'POST',
+    path: '/console/applications/{client_id}/authorization',
+    access: ['applications:write'],
+    request: () => ({ path: '/console/applications/a/authorization', fields: {} }),
+  },
+  {
+    method: 'POST',
+    path: '/console/applications/{client_id}/decision',
+    access: ['applications:read', 'decisions:read'],
+    request: () => ({ path: '/console/applications/a/decision', fields: {} }),
+  },
 
   {
     method: 'GET',

@@ -347,6 +347,59 @@ describe('the admin console in Chromium', { timeout: 300_000 }, async () => {
     },
   );
 
+  it(
+    'edits the authorization, then asks "would this user be allowed?" in place',
+    { skip },
+    async () => {
+      await page.goto(url('/console/applications/billing-web'));
+      await page.fill(
+        '#field-authorization',
+        '{"actions": {"approve_invoice": {"roles": ["bad role"]}}}',
+      );
+      await page.click('button:has-text("Save authorization")');
+      const error = page.locator('#field-authorization-error');
+      await error.waitFor();
+      assert.match(await error.innerText(), /at \/actions\/approve_invoice\/roles\/0: must be/);
+      const model = { actions: { approve_invoice: { roles: ['billing:approver'] } } };
+      await page.fill('#field-authorization', JSON.stringify(model, null, 2));
+      await page.click('button:has-text("Save authorization")');
+      await page.waitForURL(/notice=authorization-saved/);
+      const api = await callServer(
+        console_.server,
+        console_.adminKey,
+        'GET',
+        '/applications/billing-web',
+      );
+      assert.deepEqual(api.body.authorization, model);
+
+      const ask = async (subject: string) => {
+        await page.fill('#field-subject', subject);
+        await page.fill('#field-action', 'approve_invoice');
+        await page.fill('#field-resource_type', 'invoice');
+        await page.click('#decision-dry-run button:has-text("Ask")');
+        // htmx swaps the section in place: the page stays where it is.
+        const result = page.locator(
+          `#decision-dry-run [role=status]:has-text("${subject.split(':')[1]}")`,
+        );
+        await result.waitFor();
+        return result.innerText();
+      };
+      assert.match(
+        await ask('google_oauth2:100000000000000'),
+        /^Allowed: the user holds "billing:approver"/,
+      );
+      assert.match(
+        await ask('google_oauth2:100000000000001'),
+        /^Denied: the user holds none of the roles/,
+      );
+      assert.match(await ask('azure_saml:CN=Ada Lovelace,OU=R&D'), /^Denied: the user is inactive/);
+      assert.match(new URL(page.url()).search, /notice=authorization-saved/, 'no navigation');
+      await checkAccessibility('application authorization and decision dry run');
+      await page.locator('#decision-dry-run').scrollIntoViewIfNeeded();
+      await screenshot('application-decision-dry-run');
+    },
+  );
+
   it('creates a key (secret shown once, copied), then revokes it', { skip }, async () => {
     await page.goto(url('/console/api-keys'));
     await checkAccessibility('api keys');

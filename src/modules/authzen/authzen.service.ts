@@ -14,6 +14,8 @@ import {
   mayActAnywhere,
 } from './authzen.decision.js';
 
+export type { Decision, DecisionReason } from './authzen.decision.js';
+
 /** AuthZEN's subject: a user is `<provider>:<identifier>` or its id. */
 export interface SubjectRef {
   type: string;

@@ -1,8 +1,12 @@
 // Applications in the console: search by client_id prefix with keyset paging, create, edit
-// (external_token_validation as checked JSON), the token dry run, delete by typing the client_id.
+// (external_token_validation as checked JSON), the token dry run, the authorization model (checked
+// JSON) and its dry run "would this user be allowed?", delete by typing the client_id.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { toProblem } from '../../http/error-handler.js';
+import type { ApplicationRecord } from '../../store/store.js';
 import {
+  type AuthorizationModel,
   type CreateApplicationBody,
   type ReplaceApplicationBody,
   CreateApplicationBody as CreateApplicationSchema,
@@ -18,6 +22,15 @@ import {
   newApplicationPage,
 } from './console-applications.view.js';
 import {
+  type AuthorizationFormView,
+  type DecisionChoices,
+  type DecisionDryRunView,
+  type DecisionFormValues,
+  authorizationTextOf,
+  emptyDecisionForm,
+  explainDecision,
+} from './console-decisions.view.js';
+import {
   type ConsoleServices,
   consoleOrigin,
   formOf,
@@ -28,9 +41,10 @@ import {
   sendPage,
   viewerOf,
 } from './console-kit.js';
-import type { FieldErrors } from './console-layout.view.js';
+import { type FieldErrors, can, fieldErrorsOf } from './console-layout.view.js';
 import {
   ApplicationSearch,
+  DecisionQuestion,
   type FormFields,
   assertBody,
   formInteger,
@@ -45,7 +59,11 @@ const NOTICES: Record<string, string> = {
   saved: 'The changes were saved.',
   unchanged: 'Nothing changed.',
   deleted: 'The application and its users were deleted.',
+  'authorization-saved': 'The authorization was saved: the next decision follows it.',
 };
+
+/** Users the dry run suggests: enough to pick from; any other is typed. */
+const SUGGESTED_USERS = 50;
 
 function valuesFrom(form: FormFields): ApplicationFormValues {
   return {
@@ -78,25 +96,95 @@ function bodyFrom(values: ApplicationFormValues, creating: boolean): Record<stri
   };
 }
 
+function decisionValuesFrom(form: FormFields): DecisionFormValues {
+  return {
+    subject: formText(form, 'subject').trim(),
+    action: formText(form, 'action').trim(),
+    resource_type: formText(form, 'resource_type').trim(),
+    resource_id: formText(form, 'resource_id').trim(),
+    resource_properties: formText(form, 'resource_properties'),
+  };
+}
+
+/** The dry run's form as a question: empty members left out, so the schema names them. */
+function questionFrom(values: DecisionFormValues): Record<string, unknown> {
+  const present = (name: keyof DecisionFormValues) =>
+    values[name] === '' ? {} : { [name]: values[name] };
+  const properties = formJson(values.resource_properties, '/resource_properties');
+  return {
+    ...present('subject'),
+    ...present('action'),
+    ...present('resource_type'),
+    ...present('resource_id'),
+    ...(properties === null ? {} : { resource_properties: properties }),
+  };
+}
+
+/**
+ * The model's errors, all on its one field, each saying where in the JSON it is
+ * (`/authorization/actions/x/owner` reads "at /actions/x/owner: …").
+ */
+function locatedErrors(error: unknown, errors: FieldErrors): FieldErrors {
+  const all = toProblem(error as Error).errors ?? [];
+  const nested = all.filter((invalid) => invalid.pointer?.startsWith('/authorization/'));
+  if (nested.length === 0) return errors;
+  const whole = fieldErrorsOf(all.filter((invalid) => !nested.includes(invalid)));
+  const located = nested.map(
+    (invalid) => `at ${invalid.pointer!.slice('/authorization'.length)}: ${invalid.detail}`,
+  );
+  return new Map([
+    ...whole,
+    ['authorization', [...(whole.get('authorization') ?? []), ...located]],
+  ]);
+}
+
 export function registerConsoleApplicationRoutes(
   app: FastifyInstance,
   services: ConsoleServices,
 ): void {
-  const { applications, tokenExchange } = services;
+  const { applications, tokenExchange, authzen, users } = services;
+
+  /** What the dry run suggests: the first users (for a key that may read them), the actions. */
+  async function decisionChoices(
+    request: FastifyRequest,
+    application: ApplicationRecord,
+  ): Promise<DecisionChoices> {
+    const model = application.authorization as AuthorizationModel | null;
+    const listed = can(viewerOf(request), 'users:read')
+      ? await users.listUsers(
+          {
+            clientId: application.clientId,
+            provider: null,
+            email: null,
+            role: null,
+            scope: null,
+            active: null,
+          },
+          null,
+          SUGGESTED_USERS,
+        )
+      : [];
+    return { users: listed, actions: model === null ? [] : Object.keys(model.actions) };
+  }
 
   async function renderApplication(
     request: FastifyRequest,
     reply: FastifyReply,
     clientId: string,
-    view: Partial<Omit<ApplicationView, 'application'>> = {},
+    view: Partial<Omit<ApplicationView, 'application' | 'authorization' | 'decision'>> & {
+      /** The authorization form as sent; its text left out: the stored model. */
+      authorization?: Omit<AuthorizationFormView, 'text'> & { text?: string };
+      decision?: DecisionDryRunView;
+    } = {},
     status = 200,
   ) {
     const application = await applications.findApplication(clientId);
+    const viewer = viewerOf(request);
     return sendPage(
       reply,
       status,
       applicationPage(
-        viewerOf(request),
+        viewer,
         {
           application,
           values: view.values ?? formValuesOf(application),
@@ -104,6 +192,21 @@ export function registerConsoleApplicationRoutes(
           message: view.message ?? null,
           deleteError: view.deleteError ?? null,
           dryRun: view.dryRun ?? null,
+          authorization: {
+            text: view.authorization?.text ?? authorizationTextOf(application),
+            errors: view.authorization?.errors ?? new Map(),
+            message: view.authorization?.message ?? null,
+          },
+          decision: can(viewer, 'decisions:read')
+            ? {
+                view: view.decision ?? {
+                  values: emptyDecisionForm(),
+                  errors: new Map(),
+                  outcome: null,
+                },
+                choices: await decisionChoices(request, application),
+              }
+            : null,
         },
         noticeOf(request, NOTICES),
       ),
@@ -282,6 +385,109 @@ export function registerConsoleApplicationRoutes(
       const evaluation = await tokenExchange.evaluateForApplication(clientId, token);
       return renderApplication(request, reply, clientId, {
         dryRun: { token, evaluation, error: null },
+      });
+    },
+  );
+  app.post(
+    '/applications/:client_id/authorization',
+    { config: { role: 'applications:write' }, schema: { hide: true } },
+    async function saveAuthorization(request, reply) {
+      const { client_id: clientId } = request.params as { client_id: string };
+      const form = formOf(request);
+      const text = formText(form, 'authorization');
+      const etag = formText(form, 'etag');
+      try {
+        const authorization = formJson(text, '/authorization') as AuthorizationModel | null;
+        const before = await applications.findApplication(clientId);
+        // Every other setting as it is stored; the version check keeps a change made
+        // meanwhile (in the settings form, or through the API) from being undone.
+        const saved = await applications.replaceApplication(
+          clientId,
+          {
+            display_name: before.displayName,
+            description: before.description,
+            mode: before.mode,
+            jwt_expiration_in_minutes: before.jwtExpirationInMinutes,
+            external_token_validation: before.externalTokenValidation,
+            scim_provider: before.scimProvider,
+            authorization,
+          },
+          (version) => version === etag,
+          consoleOrigin(request),
+        );
+        const notice = saved.etag === before.etag ? 'unchanged' : 'authorization-saved';
+        return redirectAfterPost(
+          reply,
+          `/console/applications/${clientId}?notice=${notice}#authorization`,
+        );
+      } catch (error) {
+        const { errors, message, status } = formProblem(error);
+        // After a 412 the form shows the stored model, so the operator sees what changed.
+        return renderApplication(
+          request,
+          reply,
+          clientId,
+          {
+            authorization:
+              status === 412
+                ? { errors, message }
+                : { text, errors: locatedErrors(error, errors), message },
+          },
+          status,
+        );
+      }
+    },
+  );
+
+  app.post(
+    '/applications/:client_id/decision',
+    { config: { role: ['applications:read', 'decisions:read'] }, schema: { hide: true } },
+    async function decisionDryRun(request, reply) {
+      const { client_id: clientId } = request.params as { client_id: string };
+      const values = decisionValuesFrom(formOf(request));
+      let question: {
+        subject: string;
+        action: string;
+        resource_type?: string;
+        resource_id?: string;
+        resource_properties?: Record<string, unknown>;
+      };
+      try {
+        question = assertBody(DecisionQuestion, questionFrom(values));
+      } catch (error) {
+        const { errors } = formProblem(error);
+        return renderApplication(
+          request,
+          reply,
+          clientId,
+          { decision: { values, errors, outcome: null } },
+          400,
+        );
+      }
+      const application = await applications.findApplication(clientId);
+      const properties = question.resource_properties;
+      const explained = await authzen.explain({
+        clientId,
+        subject: { type: 'user', id: question.subject },
+        action: question.action,
+        resource: {
+          type: question.resource_type ?? '',
+          ...(properties === undefined ? {} : { properties }),
+        },
+      });
+      const outcome = {
+        decision: { decision: explained.decision, reason: explained.reason },
+        user: explained.user,
+        explanation: explainDecision(
+          application.authorization as AuthorizationModel | null,
+          explained.user,
+          question.action,
+          properties,
+          explained,
+        ),
+      };
+      return renderApplication(request, reply, clientId, {
+        decision: { values, errors: new Map(), outcome },
       });
     },
   );

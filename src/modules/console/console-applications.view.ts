@@ -12,6 +12,13 @@ import {
   applicationsCrumb,
   page,
 } from './console-layout.view.js';
+import {
+  type AuthorizationFormView,
+  type DecisionChoices,
+  type DecisionDryRunView,
+  authorizationSection,
+  decisionSection,
+} from './console-decisions.view.js';
 import { type Html, html } from './html.js';
 
 export interface ApplicationListView {
@@ -264,6 +271,9 @@ export interface ApplicationView {
   message: string | null;
   deleteError: string | null;
   dryRun: { token: string; evaluation: Evaluation | null; error: string | null } | null;
+  authorization: AuthorizationFormView;
+  /** The decision dry run, for a key holding decisions:read. */
+  decision: { view: DecisionDryRunView; choices: DecisionChoices } | null;
 }
 
 export function applicationPage(
@@ -309,6 +319,12 @@ export function applicationPage(
                 <dd><pre>${view.values.external_token_validation || 'none'}</pre></dd>
               </dl>
             </section>`
+      }
+      ${authorizationSection(viewer, base, view.authorization, application.etag, writable)}
+      ${
+        view.decision === null
+          ? ''
+          : decisionSection(viewer, base, view.decision.view, view.decision.choices)
       }
       ${dryRunSection(viewer, base, view.dryRun)}
       ${

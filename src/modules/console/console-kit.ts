@@ -9,6 +9,7 @@ import { ProblemError, problem } from '../../problems.js';
 import type { Role } from '../../roles.js';
 import type { ApiKeysService } from '../api-keys/api-keys.service.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
+import type { AuthzenService } from '../authzen/authzen.service.js';
 import type { ChangeOrigin } from '../changes.js';
 import type { EventsService } from '../events/events.service.js';
 import type { SigningKeys } from '../tokens/signing-keys.service.js';
@@ -40,6 +41,7 @@ export interface ConsoleServices {
   tokenExchange: TokenExchange;
   events: EventsService;
   webhooks: WebhooksService;
+  authzen: AuthzenService;
 }
 
 /** The session of a request that passed the session hook. */

@@ -3,9 +3,9 @@
 
 import { Type } from 'typebox';
 import { type InvalidParam, invalid } from '../../problems.js';
-import { createBodyChecker } from '../../http/validation.js';
+import { RULE_KEYWORD, createBodyChecker } from '../../http/validation.js';
 import { Nullable } from '../../http/schemas.js';
-import { ClientId } from '../applications/applications.schemas.js';
+import { ActionName, ClientId } from '../applications/applications.schemas.js';
 import { Email, Provider, Scope, UserRole } from '../users/users.schemas.js';
 
 /** A parsed application/x-www-form-urlencoded body: every value of every name, in order. */
@@ -76,6 +76,25 @@ export const UserFilters = Type.Object(
     role: Nullable(UserRole),
     scope: Nullable(Scope),
     active: Nullable(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const PlainText = (maxLength: number) =>
+  Type.String({
+    maxLength,
+    pattern: '^[^\\x00-\\x1f\\x7f-\\x9f]*$',
+    [RULE_KEYWORD]: `at most ${maxLength} characters without control characters`,
+  });
+
+/** The application page's "would this user be allowed?": an AuthZEN question's members. */
+export const DecisionQuestion = Type.Object(
+  {
+    subject: Type.String({ minLength: 1, maxLength: 1024 }),
+    action: ActionName,
+    resource_type: Type.Optional(PlainText(128)),
+    resource_id: Type.Optional(PlainText(1024)),
+    resource_properties: Type.Optional(Type.Unsafe<Record<string, unknown>>({ type: 'object' })),
   },
   { additionalProperties: false },
 );
