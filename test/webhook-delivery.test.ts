@@ -95,12 +95,18 @@ describe('webhook delivery', () => {
     const target = await receiver();
     await createHook(ctx, target);
     await createApplications(ctx, 'signed', 3);
-    await target.waitFor(3);
-    assert.deepEqual(clientIds(target), ['signed-0', 'signed-1', 'signed-2']);
+    // Delivery is at least once: on a loaded machine an attempt can outlast the 400 ms deadline
+    // after the receiver took it, and the event comes again. Each event arrives, in order.
+    await until('three events delivered', async () =>
+      new Set(clientIds(target)).size >= 3 ? true : undefined,
+    );
+    assert.deepEqual([...new Set(clientIds(target))], ['signed-0', 'signed-1', 'signed-2']);
     const feed = await call(ctx, 'GET', '/events?type=application.created&client_id=signed-1');
     assert.equal(feed.statusCode, 200, feed.body);
     const [event] = feed.json<{ items: Record<string, unknown>[] }>().items;
-    const delivered = target.received[1]!;
+    const delivered = target.received.find(
+      (delivery) => String(delivery.event.client_id) === 'signed-1',
+    )!;
     assert.deepEqual(delivered.event, event);
     assert.equal(delivered.id, event!.id);
     assert.match(delivered.signature, /^v1,[A-Za-z0-9+/]+={0,2}$/);
