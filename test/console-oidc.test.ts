@@ -222,7 +222,11 @@ describe('console sign-in through an OpenID provider', () => {
     assert.equal(landing.headers.get('location'), '/console/applications/shop-web/users');
     assert.equal((await browser.get(`${base}/console/applications/shop-web/users`)).status, 200);
     const page = await (await browser.get(`${base}/console/account`)).text();
-    assert.match(page, /bob@example\.test/);
+    assert.match(page, /<h1>You <span class="subtle">bob@example\.test<\/span><\/h1>/);
+    assert.match(page, /<li class="chip">users:read<\/li>/);
+    assert.doesNotMatch(page, /console-user|>admin</);
+    assert.match(page, /<dt>Applications<\/dt>\s*<dd>shop-web<\/dd>/);
+    assert.match(page, /<dd class="mono">sub-bob<\/dd>/);
     // Values of the claim that are not Tessera roles ("admin") give nothing.
     for (const path of [
       '/console/api-keys',

@@ -55,6 +55,8 @@ export interface TestProvider {
   jwksDown: boolean;
   /** Who logs in when the authorization request names nobody (no login_hint). */
   nextAccount: string;
+  /** While true, logging in takes a click on the provider's own page (a form it posts). */
+  loginForm: boolean;
   /**
    * While set, the token endpoint's ID token is replaced by one with these claims changed
    * (undefined removes one), signed with `signingKey` (default: the provider's own RSA key).
@@ -71,7 +73,16 @@ async function providerKey(alg: 'RS256' | 'ES256', kid: string): Promise<JWK> {
 }
 
 export async function startTestProvider(
-  options: { webClients?: readonly WebClient[] } = {},
+  options: {
+    webClients?: readonly WebClient[];
+    /** Listen on this port (default: any free one). */
+    port?: number;
+    /**
+     * The host name of the issuer URL (default 127.0.0.1): `localhost` makes the provider
+     * another site than a server on 127.0.0.1, as an organisation's provider is.
+     */
+    hostname?: string;
+  } = {},
 ): Promise<TestProvider> {
   const privateKeys = {
     rsa: await providerKey('RS256', 'rsa-1'),
@@ -79,8 +90,8 @@ export async function startTestProvider(
   };
   const accounts = new Map<string, Account>();
   const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const issuer = `http://${options.hostname ?? '127.0.0.1'}:${(server.address() as AddressInfo).port}`;
 
   const nativeClient = (clientId: string, alg: 'RS256' | 'ES256') => ({
     client_id: clientId,
@@ -136,6 +147,7 @@ export async function startTestProvider(
     jwksFetches: 0,
     jwksDown: false,
     nextAccount: '',
+    loginForm: false,
     idTokenChanges: null,
     signIn: (accountId, clientId = NATIVE_CLIENT) => signIn(issuer, accountId, clientId),
     close: () =>
@@ -150,6 +162,16 @@ export async function startTestProvider(
     const details = await provider.interactionDetails(request, response);
     if (details.prompt.name === 'login') {
       const accountId = String(details.params.login_hint ?? harness.nextAccount);
+      if (harness.loginForm && request.method === 'GET') {
+        // A page of the provider's own, whose form the person submits: what follows is a
+        // navigation this site began, as after typing a password.
+        response.setHeader('content-type', 'text/html; charset=utf-8');
+        response.end(
+          `<!doctype html><html lang="en"><title>Example SSO</title><main><h1>Example SSO</h1>` +
+            `<form method="post" action="${request.url}"><button>Continue as ${accountId}</button></form></main></html>`,
+        );
+        return;
+      }
       await provider.interactionFinished(request, response, { login: { accountId } });
       return;
     }

@@ -42,6 +42,7 @@ import { ApplicationChoice, assertBody, formText, parseForm } from './console.sc
 import { type ConsoleSessions, csrfTokenMatches } from './console.service.js';
 import type { ConsoleOidc } from './console-oidc.service.js';
 import { registerConsoleOidcRoutes } from './console-oidc.routes.js';
+import { operatorAccountPage } from './console-oidc.view.js';
 
 /** Every console response: this origin only, never framed, forms post only here. */
 export const CONSOLE_CSP =
@@ -231,7 +232,14 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         '/account',
         { config: { role: [] }, schema: { hide: true } },
         function showAccount(request, reply) {
-          return sendPage(reply, 200, accountPage(viewerOf(request), sessionOf(request).key));
+          const { key, operator } = sessionOf(request);
+          return sendPage(
+            reply,
+            200,
+            operator === null
+              ? accountPage(viewerOf(request), key)
+              : operatorAccountPage(viewerOf(request), operator),
+          );
         },
       );
 
