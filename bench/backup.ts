@@ -19,7 +19,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../src/store/open-store.js';
@@ -255,9 +255,20 @@ function report(phase: string, { samples, windows }: { samples: Sample[]; window
 const directory = mkdtempSync(join(tmpdir(), 'tessera-bench-backup-'));
 try {
   const path = join(directory, 'tessera.db');
-  log(`== seeding ${USERS.toLocaleString('en')} users`);
+  // BENCH_SEED_CACHE=<directory> keeps the seeded database there and copies it on later runs
+  // (seeding 1,000,000 users takes minutes; the copy seconds).
+  const cached = process.env.BENCH_SEED_CACHE
+    ? join(process.env.BENCH_SEED_CACHE, `bench-backup-${USERS}.db`)
+    : undefined;
   const seeded = Date.now();
-  await seed(path);
+  if (cached !== undefined && existsSync(cached)) {
+    log(`== copying ${USERS.toLocaleString('en')} seeded users from ${cached}`);
+    copyFileSync(cached, path);
+  } else {
+    log(`== seeding ${USERS.toLocaleString('en')} users`);
+    await seed(path);
+    if (cached !== undefined) copyFileSync(path, cached);
+  }
   log(
     `   ${((Date.now() - seeded) / 1000).toFixed(0)} s, ${(statSync(path).size / 1024 / 1024).toFixed(0)} MiB`,
   );
