@@ -241,6 +241,12 @@ const ROUTES: ConsoleRoute[] = [
     access: ['events:read'],
     request: () => ({ path: '/console/events/live?since=yesterday' }),
   },
+  {
+    method: 'GET',
+    path: '/console/events/{id}',
+    access: ['events:read'],
+    request: () => ({ path: '/console/events/0000000000000001' }),
+  },
 
   {
     method: 'GET',

@@ -4,9 +4,12 @@
 // (console-browser.test.ts) drives the same pages in Chromium.
 
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ConsoleClient } from './console-client.js';
-import { type TestContext, buildTestApp, call } from './helpers.js';
+import { WebhookReceiver } from './webhook-receiver.js';
+import { type TestContext, buildTestApp, call, createApplication, createUser } from './helpers.js';
 
 describe('admin console', () => {
   let ctx: TestContext;
@@ -453,7 +456,7 @@ describe('admin console', () => {
       const page = await client.get('/console/events?client_id=audited');
       assert.equal(page.statusCode, 200);
       assert.match(page.body, /class="chip">application\.created</);
-      assert.match(page.body, /id="event-tail"/, 'the last page follows new events live');
+      assert.match(page.body, /id="event-head"/, 'the newest page follows new events live');
       const none = await client.get('/console/events?client_id=audited&type=user.*');
       assert.doesNotMatch(none.body, /class="chip">application\.created</);
       const invalid = await client.get('/console/events?type=not%20a%20type');
@@ -470,8 +473,162 @@ describe('admin console', () => {
       const response = await answer;
       assert.equal(response.statusCode, 200);
       assert.match(response.body, /class="chip">application\.updated</);
-      assert.match(response.body, /<tbody\s+id="event-tail"/, 'and the next live request');
+      assert.match(response.body, /<tbody\s+id="event-head"/, 'and the next live request');
+      assert.ok(
+        response.body.indexOf('id="event-head"') < response.body.indexOf('application.updated'),
+        'new events go on top, under the next live request',
+      );
       assert.doesNotMatch(response.body, /class="chip">application\.created</);
+    });
+    /** The event rows of a page: [time link, type, by, application, resource] as text. */
+    function eventRows(body: string) {
+      const table = /<table id="events">([\s\S]*?)<\/table>/.exec(body)?.[1] ?? '';
+      return [...table.matchAll(/<tr>\s*<td>([\s\S]*?)<\/tr>/g)].map((row) =>
+        [...`<td>${row[1]!}`.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((cell) =>
+          cell[1]!
+            .replace(/<br \/>/g, ' ')
+            .replace(/<[^>]+>/g, '')
+            .replace(/\s+/g, ' ')
+            .trim(),
+        ),
+      );
+    }
+
+    it('shows events newest first, 50 a page, paged on to older ones and back to the newest', async () => {
+      await createApplication(ctx, { client_id: 'paged-events' });
+      for (let n = 1; n <= 54; n++) {
+        const changed = await call(ctx, 'PATCH', '/applications/paged-events', {
+          body: { description: `change ${n}` },
+        });
+        assert.equal(changed.statusCode, 200);
+      }
+      const client = await signedIn();
+      const first = await client.get('/console/events?client_id=paged-events');
+      const rows = eventRows(first.body);
+      assert.equal(rows.length, 50);
+      assert.equal(rows[0]![1], 'application.updated');
+      const times = rows.map((row) => row[0]!);
+      assert.deepEqual(times, [...times].sort().reverse(), 'newest first');
+      const ids = [...first.body.matchAll(/href="\/console\/events\/(\d+)"/g)].map((m) => m[1]!);
+      assert.deepEqual(ids, [...ids].sort().reverse());
+      const older = /href="(\/console\/events\?[^"]*before=[^"]+)" rel="next"/
+        .exec(first.body)![1]!
+        .replaceAll('&amp;', '&');
+      const second = await client.get(older);
+      const rest = eventRows(second.body);
+      assert.equal(rest.length, 5, '54 updates and the creation');
+      assert.equal(rest.at(-1)![1], 'application.created');
+      assert.doesNotMatch(second.body, /rel="next"/);
+      assert.doesNotMatch(second.body, /id="event-head"/, 'only the newest page is live');
+      assert.match(second.body, /href="\/console\/events\?client_id=paged-events">Newest</);
+    });
+
+    it('names who made each change (the key’s name), and links each event to its resource', async () => {
+      const deployer = await ctx.createKey({ name: 'ci-deployer' });
+      await call(ctx, 'POST', '/applications', {
+        key: deployer,
+        body: { client_id: 'named-actors', display_name: 'Named', description: '' },
+      });
+      const user = await createUser(ctx, 'named-actors', { identifier: 'ada-42' });
+      const client = await signedIn();
+      const page = await client.get('/console/events?client_id=named-actors');
+      const rows = eventRows(page.body);
+      assert.deepEqual(
+        rows.map((row) => [row[1], row[2]]),
+        [
+          ['user.created', 'admin'],
+          ['application.created', 'ci-deployer'],
+        ],
+      );
+      const deployerId = (await ctx.services.authenticator.authenticate(deployer))!.id;
+      assert.doesNotMatch(page.body, new RegExp(`<td>\\s*${deployerId}`), 'no key id as the actor');
+      assert.match(
+        page.body,
+        new RegExp(
+          `href="/console/applications/named-actors/users/${String(user.id)}">google_oauth2 · ada-42<`,
+        ),
+      );
+      assert.match(page.body, /href="\/console\/applications\/named-actors">named-actors</);
+    });
+
+    it('shows one event in full: every change before and after, the request id, and who', async () => {
+      await createApplication(ctx, { client_id: 'detailed' });
+      const changed = await call(ctx, 'PATCH', '/applications/detailed', {
+        body: { display_name: 'Detailed <b>app</b>', jwt_expiration_in_minutes: 42 },
+      });
+      const requestId = String(changed.headers['x-request-id']);
+      const client = await signedIn();
+      const list = await client.get('/console/events?client_id=detailed&type=application.updated');
+      const href = /href="(\/console\/events\/\d+)"/.exec(list.body)![1]!;
+      const detail = await client.get(href);
+      assert.equal(detail.statusCode, 200);
+      assert.match(detail.body, /<h1>application\.updated<\/h1>/);
+      assert.match(detail.body, new RegExp(`<code>${requestId}</code>`));
+      assert.match(detail.body, /<th scope="row">display_name<\/th>/);
+      assert.match(detail.body, /&quot;Detailed &lt;b&gt;app&lt;\/b&gt;&quot;/, 'escaped, in full');
+      assert.match(
+        detail.body,
+        /<th scope="row">jwt_expiration_in_minutes<\/th>\s*<td><pre>\d+<\/pre><\/td>\s*<td><pre>42<\/pre>/,
+      );
+      assert.match(detail.body, />admin</);
+      assert.equal((await client.get('/console/events/9999999999999999')).statusCode, 404);
+      // A key restricted to another application does not see it.
+      const other = await signedIn(
+        await ctx.createKey({ roles: ['events:read'], applications: ['elsewhere'] }),
+      );
+      assert.equal((await other.get(href)).statusCode, 404);
+    });
+
+    it('shows a user’s history on its page, kept through a SCIM rename, by who made each change', async () => {
+      await createApplication(ctx, { client_id: 'historic', scim_provider: 'okta_scim' });
+      const okta = await ctx.createKey({ roles: ['users:read', 'users:write'], name: 'okta' });
+      const scim = (method: string, path: string, body: unknown) =>
+        ctx.app.inject({
+          method: method as 'POST',
+          url: `/scim/v2/historic${path}`,
+          headers: { authorization: `Bearer ${okta}`, 'content-type': 'application/scim+json' },
+          payload: JSON.stringify(body),
+        });
+      const created = await scim('POST', '/Users', {
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: 'ada@example.com',
+        name: { formatted: 'Ada Lovelace' },
+        emails: [{ value: 'ada@example.com', primary: true }],
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const { id } = created.json<{ id: string }>();
+      const renamed = await scim('PATCH', `/Users/${id}`, {
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op: 'replace', path: 'userName', value: 'ada.king@example.com' }],
+      });
+      assert.equal(renamed.statusCode, 200, renamed.body);
+      const user = await ctx.services.users.findUser({ clientId: 'historic', id });
+      await call(
+        ctx,
+        'PATCH',
+        `/applications/historic/users/${user.provider}/ada.king@example.com`,
+        {
+          body: { roles: ['auditor'] },
+        },
+      );
+      await createUser(ctx, 'historic', { identifier: 'someone-else' });
+      const client = await signedIn();
+      const page = await client.get(`/console/applications/historic/users/${id}`);
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /<h2 id="history-heading">History<\/h2>/);
+      assert.deepEqual(
+        eventRows(page.body).map((row) => [row[1], row[2]]),
+        [
+          ['user.updated', 'admin'],
+          ['user.renamed', 'SCIM (okta)'],
+          ['user.created', 'SCIM (okta)'],
+        ],
+      );
+      // A key without events:read sees the user but no history.
+      const reader = await signedIn(await ctx.createKey({ roles: ['users:read'] }));
+      const plain = await reader.get(`/console/applications/historic/users/${id}`);
+      assert.equal(plain.statusCode, 200);
+      assert.doesNotMatch(plain.body, /history-heading/);
     });
   });
 
@@ -516,6 +673,77 @@ describe('admin console', () => {
       assert.match(confirm.body, /name="confirm" value="yes"/);
       assert.equal((await client.post(`${location}/delete`, { confirm: 'yes' })).statusCode, 303);
       assert.equal((await client.get(location)).statusCode, 404);
+    });
+
+    it('shows each webhook’s health: a dead receiver reads as failing, a live one as delivering', async () => {
+      const delivering = await buildTestApp({
+        webhooks: {
+          allowInsecure: true,
+          timeoutMs: 400,
+          dispatcher: {
+            pollMs: 50,
+            retry: { firstDelayMs: 60_000, maxDelayMs: 60_000, giveUpAfterMs: 600_000 },
+          },
+        },
+      });
+      const receiver = await WebhookReceiver.start();
+      const closed = createServer();
+      await new Promise<void>((ready) => closed.listen(0, '127.0.0.1', ready));
+      const deadPort = (closed.address() as AddressInfo).port;
+      await new Promise((done) => closed.close(done));
+      try {
+        for (const [url, description] of [
+          [receiver.url, 'live receiver'],
+          [`http://127.0.0.1:${deadPort}/hook`, 'dead receiver'],
+        ]) {
+          const created = await call(delivering, 'POST', '/webhooks', {
+            body: { url, event_types: ['application.*'], description },
+          });
+          assert.equal(created.statusCode, 201, created.body);
+        }
+        const client = new ConsoleClient(delivering);
+        await client.signIn(delivering.adminKey);
+        const before = await client.get('/console/webhooks');
+        assert.equal(
+          (before.body.match(/enabled, nothing sent yet/g) ?? []).length,
+          2,
+          'nothing attempted yet',
+        );
+        await createApplication(delivering, { client_id: 'hooked' });
+        let body = '';
+        const deadline = Date.now() + 15_000;
+        while (!/failing since/.test(body) || !/delivering/.test(body)) {
+          assert.ok(Date.now() < deadline, `no health shown in time:\n${body}`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          body = (await client.get('/console/webhooks')).body;
+        }
+        const rowOf = (description: string) =>
+          /<tr>([\s\S]*?)<\/tr>/g
+            .exec(body.slice(body.indexOf(description) - 400))![1]!
+            .replace(/<[^>]+>/g, ' ')
+            .replace(/\s+/g, ' ');
+        const dead = rowOf('dead receiver');
+        assert.match(dead, /failing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+        assert.doesNotMatch(dead, /HTTP 2\d\d/);
+        // At least the application.created it could not deliver (its own webhook.created too,
+        // unless it moved past it before that).
+        assert.match(dead, / [12] events? $/);
+        const live = rowOf('live receiver');
+        assert.match(live, /delivering/);
+        assert.match(live, /HTTP 204/);
+        assert.match(live, /0 events/);
+        const deadHref = [...body.matchAll(/href="(\/console\/webhooks\/[^"]+)"/g)].find((link) =>
+          body.slice(link.index, link.index + 300).includes('dead receiver'),
+        )![1]!;
+        const page = await client.get(deadHref);
+        assert.match(
+          page.body,
+          /<dt>Health<\/dt>\s*<dd><span class="status failing"\s*>failing since/,
+        );
+      } finally {
+        await receiver.close();
+        await delivering.close();
+      }
     });
   });
 

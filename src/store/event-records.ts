@@ -50,6 +50,11 @@ export interface EventFilter {
   resourceType: string | null;
   since: number | null;
   until: number | null;
+  /**
+   * Only events about the resource whose own `id` member is this (a user's, an API key's, a
+   * webhook's id: a user's stays when it is renamed); null or absent: any resource.
+   */
+  resourceId?: string | null;
   /** When set, only events of these client_ids (an API key's restriction; no null client_id). */
   visibleClientIds: readonly string[] | null;
 }
@@ -57,6 +62,13 @@ export interface EventFilter {
 export interface EventRepository {
   /** Events matching the filter, in id (commit) order, with ids greater than page.after. */
   listEvents(filter: EventFilter, page: PageQuery<string>): Promise<EventRecord[]>;
+  /** Events matching the filter, newest first, with ids smaller than `before` (null: the newest). */
+  listEventsNewestFirst(
+    filter: EventFilter,
+    page: { before: string | null; limit: number },
+  ): Promise<EventRecord[]>;
+  /** The event with this id, or undefined (never recorded, pruned, or not an event id). */
+  findEvent(id: string): Promise<EventRecord | undefined>;
   /** The id of the newest event, or null when there is none. */
   lastEventId(): Promise<string | null>;
   /** Deletes up to `limit` events that occurred before `before`; returns how many it deleted. */

@@ -162,6 +162,24 @@ export interface WebhookRepository {
   countDeliveries(filter: DeliveryFilter): Promise<number>;
   /** How far the enabled webhooks are behind the feed (for metrics). */
   measureBacklog(): Promise<WebhookBacklog>;
+  /** How the webhook's deliveries are going (for operators), or undefined when it does not exist. */
+  findWebhookHealth(id: string): Promise<WebhookHealth | undefined>;
+}
+
+/** How one webhook's deliveries are going. */
+export interface WebhookHealth {
+  /**
+   * The latest attempt: the last one of the delivery of the newest event attempted (deliveries
+   * go in event order, so no other is more recent); null when nothing was attempted yet.
+   */
+  lastAttempt: (DeliveryAttempt & { eventId: string; status: DeliveryStatus }) | null;
+  /**
+   * When the first failed attempt of the delivery now failing was made (still retried, or
+   * given up); null when the latest delivery went through, or none was attempted.
+   */
+  failingSince: number | null;
+  /** Events in the feed after the last one it dealt with (whether they match it or not). */
+  eventsBehind: number;
 }
 
 /** How far the enabled webhooks are behind the event feed. */

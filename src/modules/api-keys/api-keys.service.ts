@@ -342,6 +342,19 @@ export class ApiKeysService {
   }
 
   /**
+   * The names of the keys among `ids` (revoked ones too; an id of no key is left out): how the
+   * console shows who made a change. A name is all it tells, whoever asks.
+   */
+  async findKeyNames(ids: Iterable<string>): Promise<Map<string, string>> {
+    const names = new Map<string, string>();
+    for (const id of new Set(ids)) {
+      const key = await this.deps.store.apiKeys.findApiKey(id);
+      if (key !== undefined) names.set(id, key.name);
+    }
+    return names;
+  }
+
+  /**
    * The ids of the working administrator keys (unrestricted, every role), in id order: when
    * only one is left, revoking it is refused. A scan: keys are few.
    */

@@ -11,6 +11,7 @@ import {
   applicationSection,
   applicationsCrumb,
   page,
+  tableBox,
 } from './console-layout.view.js';
 import {
   type AuthorizationFormView,
@@ -85,36 +86,39 @@ export function applicationsPage(
             ? html`<p class="empty">
                 ${view.prefix === '' ? 'No applications yet.' : 'No application matches.'}
               </p>`
-            : html`<table>
-                <caption class="visually-hidden">
-                  Applications, by client_id
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">client_id</th>
-                    <th scope="col">Display name</th>
-                    <th scope="col">Mode</th>
-                    <th scope="col">Token lifetime</th>
-                    <th scope="col">Updated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${view.items.map(
-                    (application) =>
-                      html`<tr>
-                        <td>
-                          <a href="/console/applications/${application.clientId}"
-                            >${application.clientId}</a
-                          >
-                        </td>
-                        <td>${application.displayName}</td>
-                        <td>${application.mode}</td>
-                        <td>${application.jwtExpirationInMinutes} min</td>
-                        <td>${formatTime(application.updatedAt)}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
+            : tableBox(
+                'Applications',
+                html`<table>
+                  <caption class="visually-hidden">
+                    Applications, by client_id
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">client_id</th>
+                      <th scope="col">Display name</th>
+                      <th scope="col">Mode</th>
+                      <th scope="col">Token lifetime</th>
+                      <th scope="col">Updated</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${view.items.map(
+                      (application) =>
+                        html`<tr>
+                          <td>
+                            <a href="/console/applications/${application.clientId}"
+                              >${application.clientId}</a
+                            >
+                          </td>
+                          <td>${application.displayName}</td>
+                          <td>${application.mode}</td>
+                          <td>${application.jwtExpirationInMinutes} min</td>
+                          <td>${formatTime(application.updatedAt)}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>`,
+              )
         }
         <nav class="pager" aria-label="Pages">
           ${view.paged ? html`<a href="${query(null)}">First page</a>` : ''}

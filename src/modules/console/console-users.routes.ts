@@ -16,7 +16,9 @@ import {
   sendPage,
   viewerOf,
 } from './console-kit.js';
-import type { FieldErrors } from './console-layout.view.js';
+import { type FieldErrors, type Viewer, can } from './console-layout.view.js';
+import { actorKeyIds, historySection } from './console-events.view.js';
+import { html } from './html.js';
 import {
   USER_FILTERS,
   type UserFilterValues,
@@ -36,6 +38,8 @@ import {
 } from './console.schemas.js';
 
 const PAGE_SIZE = 50;
+/** Events shown on a user's page; the rest are a link away. */
+const HISTORY_SIZE = 10;
 
 const NOTICES: Record<string, string> = {
   created: 'The user was created.',
@@ -201,6 +205,33 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
     },
   );
 
+  /** The user's own events, newest first (by its id: a renamed user keeps its history). */
+  async function userHistory(viewer: Viewer, clientId: string, userId: string) {
+    const found = await services.events.listEventsNewestFirst(
+      {
+        types: null,
+        clientId,
+        actorId: null,
+        resourceType: 'user',
+        resourceId: userId,
+        since: null,
+        until: null,
+        visibleClientIds: viewer.applications,
+      },
+      null,
+      HISTORY_SIZE + 1,
+    );
+    const shown = found.slice(0, HISTORY_SIZE);
+    return historySection(viewer, {
+      events: shown,
+      names: await services.apiKeys.findKeyNames(actorKeyIds(shown)),
+      more:
+        found.length > HISTORY_SIZE
+          ? `/console/events?${new URLSearchParams({ client_id: clientId, resource_type: 'user', resource_id: userId }).toString()}`
+          : null,
+    });
+  }
+
   app.get(
     '/applications/:client_id/users/:id',
     { config: { role: 'users:read' }, schema: { hide: true } },
@@ -208,15 +239,17 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
       const clientId = clientIdOf(request);
       const { id } = request.params as { id: string };
       const user = await users.findUser({ clientId, id });
+      const viewer = viewerOf(request);
       return sendPage(
         reply,
         200,
         userPage(
-          viewerOf(request),
+          viewer,
           clientId,
           user,
           { values: userValuesOf(user), errors: new Map(), message: null },
           noticeOf(request, NOTICES),
+          can(viewer, 'events:read') ? await userHistory(viewer, clientId, user.id) : html``,
         ),
       );
     },

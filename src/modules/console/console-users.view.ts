@@ -11,6 +11,7 @@ import {
   applicationSection,
   applicationsCrumb,
   page,
+  tableBox,
 } from './console-layout.view.js';
 import { type Html, html } from './html.js';
 
@@ -102,38 +103,41 @@ export function usersPage(viewer: Viewer, view: UserListView, notice: string | n
         ${
           view.items.length === 0
             ? html`<p class="empty">No user matches.</p>`
-            : html`<table>
-                <caption class="visually-hidden">
-                  Users, by provider and identifier
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Provider</th>
-                    <th scope="col">Identifier</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">E-mail</th>
-                    <th scope="col">Roles</th>
-                    <th scope="col">Scopes</th>
-                    <th scope="col">State</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${view.items.map(
-                    (user) =>
-                      html`<tr>
-                        <td>${user.provider}</td>
-                        <td><a href="${base}/${user.id}">${user.identifier}</a></td>
-                        <td>${user.name}</td>
-                        <td>${user.email}</td>
-                        <td>${chips(user.roles)}</td>
-                        <td>${chips(user.scopes)}</td>
-                        <td>
-                          ${user.active ? 'active' : html`<span class="badge">inactive</span>`}
-                        </td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
+            : tableBox(
+                'Users',
+                html`<table>
+                  <caption class="visually-hidden">
+                    Users, by provider and identifier
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Provider</th>
+                      <th scope="col">Identifier</th>
+                      <th scope="col">Name</th>
+                      <th scope="col">E-mail</th>
+                      <th scope="col">Roles</th>
+                      <th scope="col">Scopes</th>
+                      <th scope="col">State</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${view.items.map(
+                      (user) =>
+                        html`<tr>
+                          <td>${user.provider}</td>
+                          <td><a href="${base}/${user.id}">${user.identifier}</a></td>
+                          <td>${user.name}</td>
+                          <td>${user.email}</td>
+                          <td>${chips(user.roles)}</td>
+                          <td>${chips(user.scopes)}</td>
+                          <td>
+                            ${user.active ? 'active' : html`<span class="badge">inactive</span>`}
+                          </td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>`,
+              )
         }
         <nav class="pager" aria-label="Pages">
           ${view.paged ? html`<a href="${link(null)}">First page</a>` : ''}
@@ -273,6 +277,8 @@ export function userPage(
   user: UserRecord,
   form: { values: UserFormValues; errors: FieldErrors; message: string | null },
   notice: string | null,
+  /** The user's history, for a key that may read events. */
+  history: Html = html``,
 ): Html {
   const base = `/console/applications/${clientId}/users/${user.id}`;
   const writable = can(viewer, 'users:write');
@@ -333,6 +339,7 @@ export function userPage(
                 <dd>${chips(user.scopes)}</dd>
               </dl>
             </section>`
-      }`,
+      }
+      ${history}`,
   });
 }

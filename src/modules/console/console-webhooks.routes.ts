@@ -3,6 +3,7 @@
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ProblemError } from '../../problems.js';
+import type { WebhookHealth } from '../../store/store.js';
 import {
   type CreateWebhookBody,
   CreateWebhookBody as CreateWebhookSchema,
@@ -50,11 +51,16 @@ export function registerConsoleWebhookRoutes(
     form: { values: WebhookFormValues; errors: FieldErrors; message: string | null },
     status = 200,
   ) {
-    const list = await webhooks.listWebhooks(sessionOf(request).key, null, PAGE_SIZE);
+    const caller = sessionOf(request).key;
+    const list = await webhooks.listWebhooks(caller, null, PAGE_SIZE);
+    const health = new Map<string, WebhookHealth>();
+    for (const webhook of list) {
+      health.set(webhook.id, await webhooks.findWebhookHealth(caller, webhook.id));
+    }
     return sendPage(
       reply,
       status,
-      webhooksPage(viewerOf(request), { webhooks: list, form }, noticeOf(request, NOTICES)),
+      webhooksPage(viewerOf(request), { webhooks: list, health, form }, noticeOf(request, NOTICES)),
     );
   }
 
@@ -133,10 +139,11 @@ export function registerConsoleWebhookRoutes(
         null,
         PAGE_SIZE,
       );
+      const health = await webhooks.findWebhookHealth(caller, id);
       return sendPage(
         reply,
         200,
-        webhookPage(viewerOf(request), webhook, deliveries, noticeOf(request, NOTICES)),
+        webhookPage(viewerOf(request), webhook, health, deliveries, noticeOf(request, NOTICES)),
       );
     },
   );

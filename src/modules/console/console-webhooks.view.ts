@@ -1,4 +1,9 @@
-import type { DeliveryRecord, WebhookRecord } from '../../store/webhook-records.js';
+import type {
+  DeliveryAttempt,
+  DeliveryRecord,
+  WebhookHealth,
+  WebhookRecord,
+} from '../../store/webhook-records.js';
 import {
   type FieldErrors,
   type Viewer,
@@ -9,6 +14,7 @@ import {
   formatTime,
   page,
   secretField,
+  tableBox,
 } from './console-layout.view.js';
 import { confirmPage } from './console-confirm.view.js';
 import { type Html, html } from './html.js';
@@ -27,10 +33,45 @@ function state(webhook: WebhookRecord): string {
   return webhook.disabledReason === null ? 'disabled' : `disabled (${webhook.disabledReason})`;
 }
 
+/** An attempt's outcome in a few words: the status code, or why there was none. */
+function outcome(attempt: DeliveryAttempt): string {
+  if (attempt.error === null) return `HTTP ${attempt.statusCode ?? '?'}`;
+  return attempt.statusCode === null || attempt.error.includes(String(attempt.statusCode))
+    ? attempt.error
+    : `HTTP ${attempt.statusCode}: ${attempt.error}`;
+}
+
+/**
+ * How a webhook is doing, in one badge: disabled (and why), failing since when, behind, or
+ * healthy. A receiver on a dead port reads "failing", not "enabled".
+ */
+function healthBadge(webhook: WebhookRecord, health: WebhookHealth): Html {
+  if (!webhook.enabled) return html`<span class="status off">${state(webhook)}</span>`;
+  if (health.failingSince !== null) {
+    return html`<span class="status failing"
+      >failing since ${formatTime(health.failingSince)}</span
+    >`;
+  }
+  if (health.lastAttempt === null)
+    return html`<span class="status">enabled, nothing sent yet</span>`;
+  return html`<span class="status ok">delivering</span>`;
+}
+
+function lastAttemptText(health: WebhookHealth): Html {
+  const last = health.lastAttempt;
+  if (last === null) return html`—`;
+  return html`${outcome(last)}<br /><span class="subtle">${formatTime(last.at)}</span>`;
+}
+
+function backlogText(health: WebhookHealth): string {
+  return health.eventsBehind === 1 ? '1 event' : `${health.eventsBehind} events`;
+}
+
 export function webhooksPage(
   viewer: Viewer,
   view: {
     webhooks: WebhookRecord[];
+    health: ReadonlyMap<string, WebhookHealth>;
     form: { values: WebhookFormValues; errors: FieldErrors; message: string | null };
   },
   notice: string | null,
@@ -45,23 +86,26 @@ export function webhooksPage(
       ${
         view.webhooks.length === 0
           ? html`<p class="empty">No webhook yet.</p>`
-          : html`<table>
-              <caption class="visually-hidden">
-                Webhooks
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">Applications</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${view.webhooks.map(
-                  (webhook) =>
-                    html`<tr>
+          : tableBox(
+              'Webhooks',
+              html`<table id="webhook-list">
+                <caption class="visually-hidden">
+                  Webhooks and how their deliveries are going
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">URL</th>
+                    <th scope="col">Events</th>
+                    <th scope="col">Applications</th>
+                    <th scope="col">Health</th>
+                    <th scope="col">Last attempt</th>
+                    <th scope="col">Behind</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${view.webhooks.map((webhook) => {
+                    const health = view.health.get(webhook.id)!;
+                    return html`<tr>
                       <td>
                         <a href="/console/webhooks/${webhook.id}">${webhook.url}</a><br /><span
                           class="subtle"
@@ -70,12 +114,14 @@ export function webhooksPage(
                       </td>
                       <td>${webhook.eventTypes.join(', ')}</td>
                       <td>${webhook.clientIds === null ? 'all' : webhook.clientIds.join(', ')}</td>
-                      <td>${state(webhook)}</td>
-                      <td>${formatTime(webhook.createdAt)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
+                      <td>${healthBadge(webhook, health)}</td>
+                      <td>${lastAttemptText(health)}</td>
+                      <td>${backlogText(health)}</td>
+                    </tr>`;
+                  })}
+                </tbody>
+              </table>`,
+            )
       }
       ${
         can(viewer, 'webhooks:write')
@@ -155,6 +201,7 @@ export function webhookSecretPage(viewer: Viewer, webhook: WebhookRecord, secret
 export function webhookPage(
   viewer: Viewer,
   webhook: WebhookRecord,
+  health: WebhookHealth,
   deliveries: DeliveryRecord[],
   notice: string | null,
 ): Html {
@@ -168,9 +215,19 @@ export function webhookPage(
     body: html`<p class="crumbs"><a href="/console/webhooks">Webhooks</a></p>
       <h1>${webhook.url}</h1>
       <p class="meta">
-        ${state(webhook)} · events ${webhook.eventTypes.join(', ')} · applications
+        events ${webhook.eventTypes.join(', ')} · applications
         ${webhook.clientIds === null ? 'all' : webhook.clientIds.join(', ')}
       </p>
+      <section class="card" aria-label="Health">
+        <dl class="facts">
+          <dt>Health</dt>
+          <dd>${healthBadge(webhook, health)}</dd>
+          <dt>Last attempt</dt>
+          <dd>${lastAttemptText(health)}</dd>
+          <dt>Behind</dt>
+          <dd>${backlogText(health)} in the feed after the last one it dealt with</dd>
+        </dl>
+      </section>
       ${
         writable
           ? html`<div class="row-actions">
@@ -207,44 +264,51 @@ export function webhookPage(
         ${
           deliveries.length === 0
             ? html`<p class="empty">No delivery yet.</p>`
-            : html`<table>
-                <caption class="visually-hidden">
-                  Deliveries, newest event first
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Event</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Last attempt</th>
-                    <th scope="col">Next attempt</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${deliveries.map((delivery) => {
-                    const last = delivery.log.at(-1);
-                    return html`<tr>
-                      <td>
-                        ${delivery.eventType}<br /><span class="subtle mono"
-                          >${delivery.eventId}</span
-                        >
-                      </td>
-                      <td>${delivery.status}</td>
-                      <td>${delivery.attempts}</td>
-                      <td>
-                        ${formatTime(delivery.lastAttemptAt)}${
-                          last === undefined
-                            ? ''
-                            : html`<br /><span class="subtle"
-                                  >${last.statusCode ?? 'no answer'}${last.error === null ? '' : ` · ${last.error}`}</span
+            : tableBox(
+                'Deliveries',
+                html`<table>
+                  <caption class="visually-hidden">
+                    Deliveries, newest event first
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Event</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Attempts</th>
+                      <th scope="col">Last attempt</th>
+                      <th scope="col">Next attempt</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${deliveries.map((delivery) => {
+                      const last = delivery.log.at(-1);
+                      return html`<tr>
+                        <td>
+                          ${delivery.eventType}<br />${
+                            can(viewer, 'events:read')
+                              ? html`<a class="mono" href="/console/events/${delivery.eventId}"
+                                  >${delivery.eventId}</a
                                 >`
-                        }
-                      </td>
-                      <td>${formatTime(delivery.nextAttemptAt)}</td>
-                    </tr>`;
-                  })}
-                </tbody>
-              </table>`
+                              : html`<span class="subtle mono">${delivery.eventId}</span>`
+                          }
+                        </td>
+                        <td>${delivery.status}</td>
+                        <td>${delivery.attempts}</td>
+                        <td>
+                          ${formatTime(delivery.lastAttemptAt)}${
+                            last === undefined
+                              ? ''
+                              : html`<br /><span class="subtle"
+                                    >${last.statusCode ?? 'no answer'}${last.error === null ? '' : ` · ${last.error}`}</span
+                                  >`
+                          }
+                        </td>
+                        <td>${formatTime(delivery.nextAttemptAt)}</td>
+                      </tr>`;
+                    })}
+                  </tbody>
+                </table>`,
+              )
         }
       </section>`,
   });

@@ -339,7 +339,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       registerConsoleApplicationRoutes(scope, deps.services);
       registerConsoleUserRoutes(scope, deps.services);
       registerConsoleKeyRoutes(scope, deps.services, deps.clock);
-      registerConsoleEventRoutes(scope, deps.services, deps.clock);
+      registerConsoleEventRoutes(scope, deps.services);
       registerConsoleWebhookRoutes(scope, deps.services);
     },
     { prefix: CONSOLE_PREFIX },

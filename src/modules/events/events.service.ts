@@ -50,6 +50,33 @@ export class EventsService {
     }
   }
 
+  /** Events matching the filter, newest first, older than the event `before` (null: the newest). */
+  listEventsNewestFirst(
+    filter: EventFilter,
+    before: string | null,
+    limit: number,
+  ): Promise<EventRecord[]> {
+    return this.deps.store.events.listEventsNewestFirst(filter, { before, limit });
+  }
+
+  /**
+   * One event, or undefined when there is none by that id or it is not for a caller restricted
+   * to `visibleClientIds` (an event of no application included: such keys see none of those).
+   */
+  async findEvent(
+    id: string,
+    visibleClientIds: readonly string[] | null,
+  ): Promise<EventRecord | undefined> {
+    const event = await this.deps.store.events.findEvent(id);
+    if (event === undefined || visibleClientIds === null) return event;
+    return event.clientId !== null && visibleClientIds.includes(event.clientId) ? event : undefined;
+  }
+
+  /** The id of the newest event, or null when there is none. */
+  lastEventId(): Promise<string | null> {
+    return this.deps.store.events.lastEventId();
+  }
+
   /** Ends every long poll now (the server is stopping): they answer with what they have. */
   stopWaiting(): void {
     this.#stopping = true;

@@ -12,6 +12,7 @@ import type {
   NewEvent,
   Store,
   WebhookFilter,
+  WebhookHealth,
   WebhookRecord,
 } from '../../store/store.js';
 import type { KeyCaller } from '../api-keys/api-keys.service.js';
@@ -206,6 +207,14 @@ export class WebhooksService {
   ): Promise<DeliveryRecord[]> {
     await this.findWebhook(caller, filter.webhookId);
     return this.deps.store.webhooks.listDeliveries(filter, { after: before, limit });
+  }
+
+  /** How the webhook's deliveries are going: its latest attempt, failing since when, backlog. */
+  async findWebhookHealth(caller: KeyCaller, id: string): Promise<WebhookHealth> {
+    await this.findWebhook(caller, id);
+    const health = await this.deps.store.webhooks.findWebhookHealth(id);
+    if (health === undefined) throw webhookNotFound(id);
+    return health;
   }
 
   countDeliveries(filter: DeliveryFilter): Promise<number> {

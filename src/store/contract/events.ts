@@ -188,6 +188,44 @@ export function describeEventsContract(ctx: ContractContext): void {
       assert.ok(next!.id > last!, `${next!.id} comes after ${last}`);
     });
 
+    it('lists newest first before an id, finds one event, and follows one resource by its id', async () => {
+      await ctx.store.applications.insertApplication(
+        applicationRecord('billing'),
+        Array.from({ length: 7 }, (_, index) =>
+          event('user.updated', {
+            occurredAt: T0 + index,
+            // Users u1 and u10 alternate: u1 must not match u10's events.
+            resource: {
+              type: 'user',
+              id: { id: index % 2 === 0 ? 'u1' : 'u10', provider: 'p', identifier: `i${index}` },
+            },
+          }),
+        ),
+      );
+      const newest = await ctx.store.events.listEventsNewestFirst(EVERYTHING, {
+        before: null,
+        limit: 3,
+      });
+      assert.deepEqual(
+        newest.map((e) => e.occurredAt),
+        [6, 5, 4].map((n) => T0 + n),
+      );
+      const older = await ctx.store.events.listEventsNewestFirst(
+        { ...EVERYTHING, resourceId: 'u1' },
+        { before: newest.at(-1)!.id, limit: 10 },
+      );
+      assert.deepEqual(
+        older.map((e) => e.occurredAt),
+        [2, 0].map((n) => T0 + n),
+        'u1 renamed (i0, i2) is still u1; u10 is another user',
+      );
+      assert.equal((await all({ resourceId: 'u10' })).length, 3);
+      assert.equal((await all({ resourceId: 'u' })).length, 0);
+      assert.deepEqual(await ctx.store.events.findEvent(newest[1]!.id), newest[1]);
+      assert.equal(await ctx.store.events.findEvent('9999999999999999'), undefined);
+      assert.equal(await ctx.store.events.findEvent('not-an-id'), undefined);
+    });
+
     it('gives concurrent writes distinct ids in the order they became visible', async () => {
       await ctx.store.applications.insertApplication(applicationRecord('billing'), []);
       await Promise.all(

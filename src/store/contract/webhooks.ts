@@ -286,5 +286,76 @@ export function describeWebhooksContract(ctx: ContractContext): void {
       await webhooks.insertWebhook(webhook('w4'), null, []);
       assert.deepEqual(await webhooks.measureBacklog(), { events: 8, oldestEventAt: T0 });
     });
+
+    it('tells how a webhook is doing: its latest attempt, failing since when, events behind', async () => {
+      const { webhooks, applications, events } = ctx.store;
+      assert.equal(await webhooks.findWebhookHealth('missing'), undefined);
+      const changes = Array.from({ length: 4 }, (_, index) => ({
+        type: 'application.updated',
+        occurredAt: T0 + 1000 * index,
+        actor: { type: 'cli' as const, id: null },
+        clientId: 'billing',
+        resource: { type: 'application' as const, id: { client_id: 'billing' } },
+        changes: null,
+        requestId: null,
+      }));
+      await applications.insertApplication(applicationRecord('billing'), changes);
+      const last = (await events.lastEventId())!;
+      const first = String(Number(last) - 3).padStart(last.length, '0');
+      const second = String(Number(last) - 2).padStart(last.length, '0');
+      await webhooks.insertWebhook(webhook('w1'), first, []);
+      assert.deepEqual(await webhooks.findWebhookHealth('w1'), {
+        lastAttempt: null,
+        failingSince: null,
+        eventsBehind: 3,
+      });
+      await webhooks.claimWebhook('w1', 'a', T0, T0 + 30_000);
+      const failing = delivery(second, {
+        status: 'pending',
+        attempts: 2,
+        firstAttemptAt: T0 + 100,
+        lastAttemptAt: T0 + 200,
+        nextAttemptAt: T0 + 5000,
+        log: [
+          { at: T0 + 100, statusCode: null, error: 'connection refused', durationMs: 1 },
+          { at: T0 + 200, statusCode: 503, error: 'HTTP 503', durationMs: 4 },
+        ],
+      });
+      await webhooks.recordDeliveries('w1', 'a', 0, {
+        deliveries: [delivery(first), failing],
+        cursor: first,
+      });
+      assert.deepEqual(await webhooks.findWebhookHealth('w1'), {
+        lastAttempt: {
+          at: T0 + 200,
+          statusCode: 503,
+          error: 'HTTP 503',
+          durationMs: 4,
+          eventId: second,
+          status: 'pending',
+        },
+        failingSince: T0 + 100,
+        eventsBehind: 3,
+      });
+      const delivered = {
+        ...failing,
+        status: 'delivered' as const,
+        attempts: 3,
+        log: [...failing.log, { at: T0 + 300, statusCode: 200, error: null, durationMs: 2 }],
+      };
+      await webhooks.recordDeliveries('w1', 'a', 0, { deliveries: [delivered], cursor: second });
+      assert.deepEqual(await webhooks.findWebhookHealth('w1'), {
+        lastAttempt: {
+          at: T0 + 300,
+          statusCode: 200,
+          error: null,
+          durationMs: 2,
+          eventId: second,
+          status: 'delivered',
+        },
+        failingSince: null,
+        eventsBehind: 2,
+      });
+    });
   });
 }

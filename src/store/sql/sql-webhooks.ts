@@ -12,6 +12,7 @@ import type {
   WebhookRecord,
   WebhookRepository,
   WebhookBacklog,
+  WebhookHealth,
   WebhookState,
 } from '../webhook-records.js';
 import type { SqlExecutor } from './sql-executor.js';
@@ -359,6 +360,44 @@ export class SqlWebhookRepository implements WebhookRepository {
         .compile(),
     );
     return { events, oldestEventAt: oldest === undefined ? null : toMillis(oldest.occurred_at) };
+  }
+
+  async findWebhookHealth(id: string): Promise<WebhookHealth | undefined> {
+    await this.sql.sequenceEvents?.();
+    const { db } = this.sql;
+    const [[webhook], [newest], [latest]] = await Promise.all([
+      this.sql.select(db.selectFrom('webhooks').select('cursor').where('id', '=', id).compile()),
+      this.sql.select(
+        db
+          .selectFrom('events')
+          .select((eb) => eb.fn.max('seq').as('last'))
+          .compile(),
+      ),
+      // By the primary key (webhook_id, event_id): one row read.
+      this.sql.select(
+        db
+          .selectFrom('webhook_deliveries')
+          .selectAll()
+          .where('webhook_id', '=', id)
+          .orderBy('event_id', 'desc')
+          .limit(1)
+          .compile(),
+      ),
+    ]);
+    if (webhook === undefined) return undefined;
+    const last = Number(newest?.last ?? 0);
+    const cursor = webhook.cursor === null ? 0 : (parseEventId(webhook.cursor) ?? last);
+    const delivery = latest && toDeliveryRecord(latest);
+    const attempt = delivery?.log.at(-1);
+    return {
+      lastAttempt:
+        delivery === undefined || attempt === undefined
+          ? null
+          : { ...attempt, eventId: delivery.eventId, status: delivery.status },
+      failingSince:
+        delivery === undefined || delivery.status === 'delivered' ? null : delivery.firstAttemptAt,
+      eventsBehind: Math.max(0, last - cursor),
+    };
   }
 }
 
