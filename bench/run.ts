@@ -324,8 +324,8 @@ for (const [kind, targets] of Object.entries(TARGETS) as [StoreKind, Target[]][]
 }
 
 // Issue 11: before authentication, a hostile body costs no more CPU than a plain one of the
-// same size (20 % for noise); with a key, any 256 KiB body is refused in well under 20 ms (an
-// array of 85,000 strings costs more to parse than one string, linearly).
+// same size (20 % for noise); with a key, a body just under a user's 64 KiB limit is refused in
+// well under 20 ms (an array of 21,000 strings costs more to parse than one string, linearly).
 for (const targets of Object.values(TARGETS)) {
   for (const scenario of ['pre-auth-digits', 'pre-auth-scopes']) {
     targets.push({

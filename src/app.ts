@@ -14,6 +14,7 @@ import Fastify, {
 import type { Redis } from 'ioredis';
 import { type Authenticate, registerAuthentication } from './http/auth.js';
 import { AuthFailureLimiter } from './http/auth-failures.js';
+import { BODY_LIMITS, closeUnreadLargeBodies } from './http/body-limits.js';
 import { registerJsonBodies } from './http/content-types.js';
 import {
   answerConnect,
@@ -22,6 +23,7 @@ import {
   sendProblem,
   toProblem,
   trailingSlashProblem,
+  unknownRouteProblem,
 } from './http/error-handler.js';
 import { finishDocument } from './http/openapi.js';
 import {
@@ -60,7 +62,6 @@ import type { Services } from './services.js';
 import type { LimitCounterRepository, Store } from './store/store.js';
 
 export const API_PREFIX = '/iam/api/v1';
-export const BODY_LIMIT_BYTES = 256 * 1024;
 /**
  * Slow clients are cut off (408): the headers must arrive within 10 s of the connection (or of
  * the previous response), the whole request within 30 s; Node checks every second.
@@ -159,7 +160,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       disableRequestLogging: true,
       requestIdLogLabel: 'request_id',
     }),
-    bodyLimit: BODY_LIMIT_BYTES,
+    // Each route that takes a body names its own limit (http/body-limits.ts); this is the rest's.
+    bodyLimit: BODY_LIMITS.default,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A caller's X-Request-Id is kept when it is a plain token, so logs correlate across services.
     genReqId: (request) => {
@@ -179,7 +181,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       connectionsCheckingInterval: timeouts.checkIntervalMs,
     },
     frameworkErrors: function reportFrameworkError(error, request, reply) {
-      sendProblem(request, reply, toProblem(error));
+      sendProblem(request, reply, toProblem(error, request));
     },
   });
   app.setValidatorCompiler(createValidatorCompiler());
@@ -190,6 +192,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerWebhookMetrics(metrics, store, services.consoleSessions.clock);
   registerRequestMetrics(app, metrics.registry, { tokenEndpoint: TOKEN_ENDPOINT });
   registerErrorHandling(app, routeIndex);
+  closeUnreadLargeBodies(app);
   if (options.accessLog === true) registerAccessLog(app);
   let closing = false;
   app.addHook('preClose', function markClosing(done) {
@@ -224,7 +227,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
       return;
     }
-    const failure = refuseMalformed(request) ?? trailingSlashProblem(request, API_PREFIX);
+    const failure =
+      refuseMalformed(request) ??
+      trailingSlashProblem(request, API_PREFIX) ??
+      // A request no route serves is answered before its body is read: Node then discards
+      // the body as it arrives, holding none of it.
+      (request.is404 ? unknownRouteProblem(request, routeIndex) : null);
     if (failure !== null) {
       done(failure);
       return;

@@ -111,21 +111,54 @@ describe('HTTP protocol rules', () => {
   });
 
   describe('request bodies', () => {
-    it('answers 413 for a body over 256 KiB', async () => {
-      const padding = 'x'.repeat(256 * 1024);
+    it("answers 413 for a body over the route's limit, changing nothing", async () => {
+      // An application takes 128 KiB (its token validation and authorization, 32 KiB each).
+      const padding = 'x'.repeat(128 * 1024);
       const response = await call(ctx, 'POST', '/applications', {
-        rawBody: JSON.stringify(applicationBody({ description: padding })),
+        rawBody: JSON.stringify(applicationBody({ client_id: 'too-large', description: padding })),
       });
       const problem = problemOf(response, 413);
-      assert.match(problem.detail, /256 KiB/);
+      assert.match(problem.detail, /128 KiB/);
+      assert.equal((await call(ctx, 'GET', '/applications/too-large')).statusCode, 404);
     });
 
-    it('reads a body of exactly 256 KiB (and judges it on its content)', async () => {
+    it('reads an application body of exactly 128 KiB (and judges it on its content)', async () => {
       const body = JSON.stringify(applicationBody({ client_id: 'exact', description: '' }));
-      const padded = body.slice(0, -1) + ' '.repeat(256 * 1024 - Buffer.byteLength(body)) + '}';
-      assert.equal(Buffer.byteLength(padded), 256 * 1024);
+      const padded = body.slice(0, -1) + ' '.repeat(128 * 1024 - Buffer.byteLength(body)) + '}';
+      assert.equal(Buffer.byteLength(padded), 128 * 1024);
       const response = await call(ctx, 'POST', '/applications', { rawBody: padded });
       assert.equal(response.statusCode, 201);
+    });
+
+    it('takes a user with every list at its longest, and refuses one over 64 KiB', async () => {
+      const longest = userBody({
+        identifier: 'longest',
+        name: 'N'.repeat(200),
+        roles: Array.from(
+          { length: 100 },
+          (_, n) => `${String(n).padStart(3, '0')}${'r'.repeat(61)}`,
+        ),
+        scopes: Array.from(
+          { length: 100 },
+          (_, n) => `org:${String(n).padStart(3, '0')}${'s'.repeat(121)}`,
+        ),
+      });
+      const created = await call(ctx, 'POST', '/applications/billing-web/users', {
+        body: longest,
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const padded = JSON.stringify({ ...longest, identifier: 'padded' }).slice(0, -1);
+      const tooLarge = `${padded}${' '.repeat(64 * 1024 - Buffer.byteLength(padded))}}`;
+      const response = await call(ctx, 'POST', '/applications/billing-web/users', {
+        rawBody: tooLarge,
+      });
+      assert.match(problemOf(response, 413).detail, /64 KiB/);
+      const missing = await call(
+        ctx,
+        'GET',
+        '/applications/billing-web/users/google_oauth2/padded',
+      );
+      assert.equal(missing.statusCode, 404);
     });
 
     const unsupported = [
@@ -276,8 +309,9 @@ describe('HTTP protocol rules', () => {
     });
 
     it('reports only the first error of a body of more than 1,000 values', async () => {
-      // 85,000 empty scopes: listing every error cost 0.4–1.2 s of CPU for one request.
-      const body = userBody({ scopes: Array.from({ length: 85_000 }, () => '') });
+      // 85,000 empty scopes: listing every error cost 0.4–1.2 s of CPU for one request. A user's
+      // body is now refused over 64 KiB; 15,000 (45 KiB) are still far more than 1,000.
+      const body = userBody({ scopes: Array.from({ length: 15_000 }, () => '') });
       const problem = problemOf(
         await call(ctx, 'POST', '/applications/billing-web/users', { body }),
         400,
@@ -466,6 +500,96 @@ describe('errors before a request is parsed (real sockets)', () => {
       socket.on('error', reject);
     });
   }
+
+  /** The first answer on a connection, without waiting for the connection to close. */
+  function firstAnswer(
+    request: string,
+  ): Promise<{ head: string; body: string; closed: Promise<void> }> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(request));
+      const closed = new Promise<void>((done) => socket.on('close', () => done()));
+      let answer = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        answer = Buffer.concat([answer, chunk]);
+        const end = answer.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = answer.subarray(0, end).toString();
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (answer.length - end - 4 < length) return;
+        resolve({ head, body: answer.subarray(end + 4, end + 4 + length).toString(), closed });
+      });
+      socket.on('error', reject);
+      setTimeout(() => socket.destroy(), 5_000).unref();
+    });
+  }
+
+  describe("bodies over their route's limit", () => {
+    const usersPath = '/iam/api/v1/applications/billing-web/users';
+    before(() => createApplication(ctx));
+
+    it('refuses a Content-Length over the limit before the body arrives, and closes', async () => {
+      const { head, body, closed } = await firstAnswer(
+        `POST ${usersPath} HTTP/1.1\r\nHost: x\r\nAuthorization: apikey ${ctx.adminKey}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{"identifier":',
+      );
+      assert.match(head, /^HTTP\/1\.1 413 /);
+      assert.match(head, /\r\nconnection: close\r\n/i);
+      const problem = JSON.parse(body) as { type: string; detail: string };
+      assert.equal(problem.type, 'https://tessera.dev/problems/payload-too-large');
+      assert.match(problem.detail, /64 KiB/);
+      await closed;
+    });
+
+    it('stops reading a chunked body once it passes the limit, creating nothing', async () => {
+      const start = JSON.stringify(userBody({ identifier: 'chunked' })).slice(0, -1);
+      const padding = `,"note":"${'x'.repeat(70 * 1024)}"}`;
+      const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+      // The body never ends (no last chunk): only the limit can answer it.
+      const { head, closed } = await firstAnswer(
+        `POST ${usersPath} HTTP/1.1\r\nHost: x\r\nAuthorization: apikey ${ctx.adminKey}\r\n` +
+          'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n' +
+          chunk(start) +
+          chunk(padding),
+      );
+      assert.match(head, /^HTTP\/1\.1 413 /);
+      await closed;
+      const users = await call(ctx, 'GET', '/applications/billing-web/users');
+      assert.deepEqual(
+        (users.json() as { items: { identifier: string }[] }).items.map((user) => user.identifier),
+        [],
+      );
+    });
+
+    it('answers a request no route serves before its body arrives, and closes', async () => {
+      const { head, closed } = await firstAnswer(
+        'POST /nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+          'Content-Length: 10000000\r\n\r\n[',
+      );
+      assert.match(head, /^HTTP\/1\.1 404 /);
+      assert.match(head, /\r\nconnection: close\r\n/i);
+      await closed;
+    });
+
+    it('answers a large body without a key before it arrives, and closes', async () => {
+      const { head, closed } = await firstAnswer(
+        `POST ${usersPath} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          'Content-Length: 10000000\r\n\r\n{',
+      );
+      assert.match(head, /^HTTP\/1\.1 401 /);
+      assert.match(head, /\r\nconnection: close\r\n/i);
+      await closed;
+    });
+
+    it('keeps the connection of a small refused body, for the next request', async () => {
+      const body = JSON.stringify(userBody({ identifier: 'no-key' }));
+      const { head } = await firstAnswer(
+        `POST ${usersPath} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      assert.match(head, /^HTTP\/1\.1 401 /);
+      assert.doesNotMatch(head, /\r\nconnection: close\r\n/i);
+    });
+  });
 
   it('answers headers over 16 KiB with a 431 problem', async () => {
     const answer = await rawExchange(

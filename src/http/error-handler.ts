@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { DomainError } from '../domain-error.js';
 import { type ProblemError, invalid, problem, quoteInput, toProblemBody } from '../problems.js';
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../store/errors.js';
+import { describeBodyLimit } from './body-limits.js';
 import { isDebugEnabled } from './logging.js';
 import { requestPath } from './request-path.js';
 import type { RouteIndex } from './route-index.js';
@@ -18,11 +19,19 @@ export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 /** Seconds a client should wait before retrying after the store was unavailable. */
 const STORE_RETRY_AFTER_SECONDS = 2;
 
-const fastifyCodes: Record<string, (error: FastifyError) => ProblemError> = {
+const fastifyCodes: Record<
+  string,
+  (error: FastifyError, request: FastifyRequest | undefined) => ProblemError
+> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
     problem('unsupported-media-type', 'Send the body as application/json.'),
-  FST_ERR_CTP_BODY_TOO_LARGE: () =>
-    problem('payload-too-large', 'The request body exceeds the limit of 256 KiB.'),
+  FST_ERR_CTP_BODY_TOO_LARGE: (_error, request) =>
+    problem(
+      'payload-too-large',
+      request === undefined
+        ? 'The request body exceeds the limit of this route.'
+        : `The request body exceeds the limit of this route, ${describeBodyLimit(request.routeOptions.bodyLimit)}.`,
+    ),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     problem('malformed-request', 'Content-Length does not match the body.'),
   FST_ERR_BAD_URL: () => problem('malformed-request', 'The URL is not validly percent-encoded.'),
@@ -69,8 +78,8 @@ function domainProblem(error: DomainError): ProblemError {
   }
 }
 
-/** Any error → the problem to send. */
-export function toProblem(error: unknown): ProblemError {
+/** Any error → the problem to send (the request, when known, names its route's body limit). */
+export function toProblem(error: unknown, request?: FastifyRequest): ProblemError {
   if (error instanceof Error && error.name === 'ProblemError') return error as ProblemError;
   if (error instanceof DomainError) return domainProblem(error);
   const fastifyError = error as FastifyError;
@@ -93,7 +102,7 @@ export function toProblem(error: unknown): ProblemError {
   if (error instanceof MissingParentError)
     return problem('not-found', 'The application does not exist.');
   const byCode = fastifyError.code === undefined ? undefined : fastifyCodes[fastifyError.code];
-  if (byCode !== undefined) return byCode(fastifyError);
+  if (byCode !== undefined) return byCode(fastifyError, request);
   const status = fastifyError.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return problem(statusKinds[status] ?? 'malformed-request', fastifyError.message);
@@ -115,7 +124,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, failur
 
 export function registerErrorHandling(app: FastifyInstance, routes: RouteIndex): void {
   app.setErrorHandler(function handleError(error, request, reply) {
-    const failure = toProblem(error);
+    const failure = toProblem(error, request);
     if (failure.status >= 500) {
       request.log.error({ err: error }, 'request failed');
     } else if (isDebugEnabled(request.log)) {

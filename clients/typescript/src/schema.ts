@@ -6895,7 +6895,7 @@ export interface operations {
                     "application/scim+json": components["schemas"]["ScimError"];
                 };
             };
-            /** @description Body larger than 256 KiB */
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7159,7 +7159,7 @@ export interface operations {
                     "application/scim+json": components["schemas"]["ScimError"];
                 };
             };
-            /** @description Body larger than 256 KiB */
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7404,7 +7404,7 @@ export interface operations {
                     "application/scim+json": components["schemas"]["ScimError"];
                 };
             };
-            /** @description Body larger than 256 KiB */
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7650,7 +7650,7 @@ export interface operations {
                     "application/scim+json": components["schemas"]["ScimError"];
                 };
             };
-            /** @description Body larger than 256 KiB */
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7901,7 +7901,7 @@ export interface operations {
                     "application/scim+json": components["schemas"]["ScimError"];
                 };
             };
-            /** @description Body larger than 256 KiB */
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8154,7 +8154,7 @@ export interface operations {
                     "application/scim+json": components["schemas"]["ScimError"];
                 };
             };
-            /** @description Body larger than 256 KiB */
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
             413: {
                 headers: {
                     [name: string]: unknown;

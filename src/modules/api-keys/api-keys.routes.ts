@@ -27,6 +27,7 @@ import {
   toApiKeyResource,
 } from './api-keys.schemas.js';
 import { type ApiKeysService, type KeyCaller, apiKeyVersion } from './api-keys.service.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['api-keys'];
 const CURSOR_SCOPE = 'api-keys';
@@ -46,6 +47,7 @@ export function registerApiKeyRoutes(
   api.post(
     '/api-keys',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'keys:write' },
       schema: {
         tags,

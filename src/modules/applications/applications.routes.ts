@@ -30,6 +30,7 @@ import {
 } from './applications.schemas.js';
 import type { ApplicationPatch, ApplicationsService } from './applications.service.js';
 import { requestOrigin } from '../request-origin.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['applications'];
 const CURSOR_SCOPE = 'applications';
@@ -79,6 +80,7 @@ export function registerApplicationRoutes(
   api.post(
     '/applications',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'applications:write' },
       schema: {
         tags,
@@ -166,6 +168,7 @@ export function registerApplicationRoutes(
   api.put(
     '/applications/:client_id',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'applications:write' },
       schema: {
         tags,
@@ -197,6 +200,7 @@ export function registerApplicationRoutes(
   api.patch(
     '/applications/:client_id',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'applications:write' },
       schema: {
         tags,

@@ -37,6 +37,7 @@ import {
   type SearchPage,
   USER_SUBJECT,
 } from './authzen.service.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 export const AUTHZEN_METADATA_PATH = '/.well-known/authzen-configuration';
 
@@ -236,6 +237,7 @@ export function registerAuthzenRoutes(
   api.post(
     ENDPOINTS.evaluation,
     {
+      bodyLimit: BODY_LIMITS.batch,
       config,
       schema: {
         tags,
@@ -259,6 +261,7 @@ export function registerAuthzenRoutes(
   api.post(
     ENDPOINTS.evaluations,
     {
+      bodyLimit: BODY_LIMITS.batch,
       config,
       schema: {
         tags,
@@ -316,6 +319,7 @@ export function registerAuthzenRoutes(
   api.post(
     ENDPOINTS.subjectSearch,
     {
+      bodyLimit: BODY_LIMITS.batch,
       config,
       schema: {
         tags,
@@ -354,6 +358,7 @@ export function registerAuthzenRoutes(
   api.post(
     ENDPOINTS.resourceSearch,
     {
+      bodyLimit: BODY_LIMITS.batch,
       config,
       schema: {
         tags,
@@ -396,6 +401,7 @@ export function registerAuthzenRoutes(
   api.post(
     ENDPOINTS.actionSearch,
     {
+      bodyLimit: BODY_LIMITS.batch,
       config,
       schema: {
         tags,

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import cookie from '@fastify/cookie';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../../clock.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 import { assertRoles } from '../../http/auth.js';
 import type { AuthFailureLimiter } from '../../http/auth-failures.js';
 import { toProblem } from '../../http/error-handler.js';
@@ -125,6 +126,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       await scope.register(cookie);
       scope.decorateRequest('consoleSession', null);
       scope.addHook('onRoute', requireDeclaredAccess);
+      // The signed-in forms carry what the API's bodies carry (an application's token
+      // validation, a key's applications); the sign-in form, read before any session, a key.
+      scope.addHook('onRoute', function limitFormBodies(route) {
+        route.bodyLimit ??=
+          route.config?.consolePublic === true ? BODY_LIMITS.default : BODY_LIMITS.large;
+      });
       scope.addContentTypeParser(
         'application/x-www-form-urlencoded',
         { parseAs: 'string' },
@@ -189,7 +196,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       });
 
       scope.setErrorHandler(function renderConsoleError(error, request, reply) {
-        const failure: ProblemError = toProblem(error);
+        const failure: ProblemError = toProblem(error, request);
         if (failure.status >= 500) request.log.error({ err: error }, 'console request failed');
         const viewer = request.consoleSession === null ? null : viewerOf(request);
         return reply

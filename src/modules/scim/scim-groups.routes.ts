@@ -25,6 +25,7 @@ import {
   scimSecurity,
 } from './scim.schemas.js';
 import type { ScimScope, ScimService } from './scim.service.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['scim'];
 
@@ -119,6 +120,7 @@ export function registerScimGroupRoutes(
   api.post(
     '/Groups',
     {
+      bodyLimit: BODY_LIMITS.batch,
       config: { role: 'users:write' },
       schema: {
         tags,
@@ -172,6 +174,7 @@ export function registerScimGroupRoutes(
   api.put(
     '/Groups/:id',
     {
+      bodyLimit: BODY_LIMITS.batch,
       config: { role: 'users:write' },
       schema: {
         tags,
@@ -201,6 +204,7 @@ export function registerScimGroupRoutes(
   api.patch(
     '/Groups/:id',
     {
+      bodyLimit: BODY_LIMITS.batch,
       config: { role: 'users:write' },
       schema: {
         tags,

@@ -76,10 +76,13 @@ function domainScimError(error: DomainError): {
 }
 
 /** Any failure → the SCIM error to send, with the headers it needs (Retry-After, Allow…). */
-export function toScimError(error: unknown): { error: ScimError; headers: Record<string, string> } {
+export function toScimError(
+  error: unknown,
+  request?: FastifyRequest,
+): { error: ScimError; headers: Record<string, string> } {
   if (error instanceof ScimError) return { error, headers: {} };
   if (error instanceof DomainError) return domainScimError(error);
-  const failure = toProblem(error);
+  const failure = toProblem(error, request);
   return {
     error: new ScimError(failure.status, SCIM_TYPES[failure.kind] ?? null, failure.detail),
     headers: failure.headers,
@@ -144,7 +147,7 @@ export async function prepareScimScope(
   await registerRateLimit(scope, deps.rateLimit);
 
   scope.setErrorHandler(function handleScimError(error, request, reply) {
-    const { error: failure, headers } = toScimError(error);
+    const { error: failure, headers } = toScimError(error, request);
     if (failure.status >= 500) request.log.error({ err: error }, 'SCIM request failed');
     return sendScimError(request, reply, failure, headers);
   });

@@ -25,6 +25,7 @@ import {
 } from './scim.schemas.js';
 import type { ScimScope, ScimService } from './scim.service.js';
 import { toScimUser } from './scim.users.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['scim'];
 
@@ -183,6 +184,7 @@ export function registerScimRoutes(
   api.post(
     '/Users',
     {
+      bodyLimit: BODY_LIMITS.user,
       config: { role: 'users:write' },
       schema: {
         tags,
@@ -233,6 +235,7 @@ export function registerScimRoutes(
   api.put(
     '/Users/:id',
     {
+      bodyLimit: BODY_LIMITS.user,
       config: { role: 'users:write' },
       schema: {
         tags,
@@ -261,6 +264,7 @@ export function registerScimRoutes(
   api.patch(
     '/Users/:id',
     {
+      bodyLimit: BODY_LIMITS.user,
       config: { role: 'users:write' },
       schema: {
         tags,

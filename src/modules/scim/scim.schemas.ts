@@ -160,7 +160,7 @@ const errorDescriptions: Record<number, string> = {
   404: 'Not found (or SCIM is off for the application)',
   409: 'userName or displayName taken (uniqueness)',
   412: 'If-Match does not match meta.version',
-  413: 'Body larger than 256 KiB',
+  413: 'Body larger than the route reads (64 KiB for a user, 256 KiB for a Group)',
   415: 'Send application/scim+json or application/json',
   429: 'Too many requests for this key',
   503: 'Store unavailable; retry',

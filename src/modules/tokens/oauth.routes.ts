@@ -28,6 +28,7 @@ import {
   OAuthErrorBody,
   OpenIdConfiguration,
 } from './tokens.schemas.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 export const TOKEN_ENDPOINT = '/oauth2/token';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -147,6 +148,7 @@ export function registerOAuthRoutes(
     scope.withTypeProvider<TypeBoxTypeProvider>().post(
       TOKEN_ENDPOINT,
       {
+        bodyLimit: BODY_LIMITS.large,
         schema: {
           tags,
           operationId: 'exchangeToken',
@@ -205,7 +207,7 @@ function parseForm(text: string): Record<string, string> {
 
 function toOAuthError(error: unknown, request: FastifyRequest): OAuthError {
   if (error instanceof OAuthError) return error;
-  const failure = toProblem(error);
+  const failure = toProblem(error, request);
   if (failure.status >= 500) {
     if (failure.status !== 503) request.log.error({ err: error }, 'token request failed');
     return failure.status === 503

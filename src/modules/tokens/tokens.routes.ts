@@ -13,6 +13,7 @@ import {
   ValidationReport,
   toValidationReport,
 } from './tokens.schemas.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['tokens'];
 
@@ -25,6 +26,7 @@ export function registerTokenRoutes(
   api.post(
     '/applications/:client_id/users/:provider/:identifier/tokens',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'tokens:write' },
       schema: {
         tags,
@@ -62,6 +64,7 @@ export function registerTokenRoutes(
   api.post(
     '/applications/:client_id/external-tokens/validate',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'applications:read' },
       schema: {
         tags,

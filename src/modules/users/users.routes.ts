@@ -31,6 +31,7 @@ import {
 import type { UserInput, UserProfile } from './users.domain.js';
 import type { UserPatch, UsersService } from './users.service.js';
 import { ApplicationParams } from '../applications/applications.schemas.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['users'];
 /** What Fastify sends JSON as. */
@@ -111,6 +112,7 @@ export function registerUserRoutes(
   api.post(
     '/applications/:client_id/users',
     {
+      bodyLimit: BODY_LIMITS.user,
       config: { role: 'users:write' },
       schema: {
         tags,
@@ -212,6 +214,7 @@ export function registerUserRoutes(
   api.put(
     USER_PATH,
     {
+      bodyLimit: BODY_LIMITS.user,
       config: { role: 'users:write' },
       schema: {
         tags,
@@ -244,6 +247,7 @@ export function registerUserRoutes(
   api.patch(
     USER_PATH,
     {
+      bodyLimit: BODY_LIMITS.user,
       config: { role: 'users:write' },
       schema: {
         tags,

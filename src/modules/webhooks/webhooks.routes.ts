@@ -33,6 +33,7 @@ import {
   toWebhookResource,
 } from './webhooks.schemas.js';
 import type { WebhooksService } from './webhooks.service.js';
+import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['webhooks'];
 const CURSOR_SCOPE = 'webhooks';
@@ -62,6 +63,7 @@ export function registerWebhookRoutes(
   api.post(
     '/webhooks',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'webhooks:write' },
       schema: {
         tags,
@@ -168,6 +170,7 @@ export function registerWebhookRoutes(
   api.patch(
     '/webhooks/:id',
     {
+      bodyLimit: BODY_LIMITS.large,
       config: { role: 'webhooks:write' },
       schema: {
         tags,
