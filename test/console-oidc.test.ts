@@ -76,6 +76,7 @@ describe('console sign-in through an OpenID provider', () => {
   let ctx: TestContext;
   let base: string;
   let callbackUri: string;
+  let settings: ConsoleOidcSettings;
   /** Every callback URL and code the tests saw: none may appear in a log line. */
   const seen = new Set<string>();
 
@@ -102,7 +103,7 @@ describe('console sign-in through an OpenID provider', () => {
       ['nan', { name: 'Nan', roles: ['users:read'] }],
     ];
     for (const [id, claims] of accounts) provider.accounts.set(id, { sub: `sub-${id}`, ...claims });
-    const settings: ConsoleOidcSettings = {
+    settings = {
       issuer: provider.issuer,
       clientId: CLIENT_ID,
       clientSecret: CLIENT_SECRET,
@@ -359,6 +360,29 @@ describe('console sign-in through an OpenID provider', () => {
       400,
       /already used, has expired, or was never asked for/,
     );
+  });
+
+  it('finishes on another instance of the same database a sign-in begun on one, once', async () => {
+    const other = await buildTestApp({ store: ctx.store, consoleOidc: settings });
+    try {
+      const otherPort = await freePort();
+      await other.app.listen({ port: otherPort, host: '127.0.0.1' });
+      const otherBase = `http://127.0.0.1:${otherPort}`;
+      const browser = new Browser();
+      const callback = new URL(await reachCallback(browser, 'ada'));
+      // The load balancer sends the provider's answer to the other instance.
+      const elsewhere = `${otherBase}${callback.pathname}${callback.search}`;
+      browser.jars.set(otherBase, new Map(browser.jars.get(base)));
+      const response = await browser.get(elsewhere);
+      assert.equal(response.status, 200);
+      assert.equal((await browser.get(`${otherBase}/console/applications`)).status, 200);
+      // Taken there, it is gone here too.
+      browser.jars.get(base)!.delete('tessera_console');
+      const replay = await browser.get(callback.href);
+      assert.equal(replay.status, 400);
+    } finally {
+      await other.app.close();
+    }
   });
 
   it('refuses a callback in a browser other than the one that began the sign-in (login CSRF)', async () => {
