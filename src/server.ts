@@ -47,6 +47,10 @@ export const dropListeningText = { listenTextResolver: () => LISTENING_TEXT };
 
 export type LogFormat = 'json' | 'pretty';
 
+/** The JSON log's batches on stdout: written at this size, or after this long. */
+const LOG_BUFFER_BYTES = 4096;
+const LOG_FLUSH_MS = 100;
+
 /**
  * The process's logger: JSON lines (pino) on stdout, or `pretty` (LOG_FORMAT=pretty): one
  * readable line per entry, in colour on a terminal, for a person watching a development server.
@@ -81,7 +85,19 @@ export function createLogger(
     const output = destination ?? process.stdout;
     return pino(options, { write: (line: string) => output.write(prettify(line)) });
   }
-  return destination === undefined ? pino(options) : pino(options, destination);
+  if (destination !== undefined) return pino(options, destination);
+  // stdout, in batches: a line waits in memory until 4 KiB are pending or 100 ms have passed,
+  // and pino writes what is pending synchronously when the process exits (a stop on SIGTERM
+  // or SIGINT, a failed start, an uncaught exception). One write per request cost 5–9 µs of
+  // each; a crash the process cannot see (SIGKILL, the kernel's OOM killer) loses at most the
+  // last 100 ms of lines, and the audit trail, not the log, is the record of every change.
+  const stdout = pino.destination({
+    dest: 1,
+    sync: false,
+    minLength: LOG_BUFFER_BYTES,
+    periodicFlush: LOG_FLUSH_MS,
+  });
+  return pino(options, stdout);
 }
 
 /**
@@ -208,7 +224,7 @@ export async function startServer(
     },
     'Tessera is serving',
   );
-  stopGracefullyOnSignals(app);
+  stopGracefullyOnSignals(app, logger);
   return app;
 }
 
@@ -343,7 +359,13 @@ async function prepareSigningKeys(signingKeys: SigningKeys, logger: pino.Logger)
   }
 }
 
-function stopGracefullyOnSignals(app: FastifyInstance): void {
+/** Exits once the log's pending lines are written (at most a second later). */
+function exitAfterFlushing(logger: pino.Logger, code: number): void {
+  setTimeout(() => process.exit(code), 1_000);
+  logger.flush(() => process.exit(code));
+}
+
+function stopGracefullyOnSignals(app: FastifyInstance, logger: pino.Logger): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -358,11 +380,11 @@ function stopGracefullyOnSignals(app: FastifyInstance): void {
       () => {
         clearTimeout(deadline);
         app.log.info('stopped');
-        process.exit(0);
+        exitAfterFlushing(logger, 0);
       },
       (error: unknown) => {
         app.log.error({ err: error }, 'error while stopping');
-        process.exit(1);
+        exitAfterFlushing(logger, 1);
       },
     );
   };

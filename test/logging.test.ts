@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import Fastify from 'fastify';
@@ -63,5 +64,66 @@ describe('createLogger', () => {
       assert.equal(lines.length, 1, lines.join(''));
       assert.match(lines[0]!, /something else/);
     }
+  });
+});
+
+/** A child process that logs through createLogger to its stdout, as the server does. */
+function loggingChild(program: string) {
+  const server = JSON.stringify(new URL('../src/server.ts', import.meta.url).pathname);
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      `import { createLogger } from ${server}; const logger = createLogger('info'); ${program}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  let errors = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return { child, output: () => output, errors: () => errors, exited };
+}
+
+describe('the log on stdout', () => {
+  it("writes a quiet process's line within a fraction of a second, not at exit", async () => {
+    const { child, output, errors, exited } = loggingChild(
+      "logger.info('a quiet line'); process.stderr.write('logged'); setTimeout(() => {}, 30_000);",
+    );
+    try {
+      // Starting the child (tsx compiling the server's modules) takes seconds on a busy machine.
+      for (let waited = 0; !errors().includes('logged'); waited += 20) {
+        assert.ok(waited < 25_000, `the child did not start: ${errors()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      for (let waited = 0; !output().includes('a quiet line'); waited += 20) {
+        assert.ok(waited < 3_000, 'the line was not written within 3 s');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal(child.exitCode, null, 'written while the process runs');
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  it('writes every pending line when the process dies of an uncaught exception', async () => {
+    const { output, exited } = loggingChild(
+      "for (let n = 0; n < 500; n++) logger.info({ n }, 'line'); " +
+        "setImmediate(() => { throw new Error('fatal'); });",
+    );
+    assert.equal(await exited, 1);
+    const numbers = output()
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => (JSON.parse(line) as { n: number }).n);
+    assert.deepEqual(
+      numbers,
+      Array.from({ length: 500 }, (_, n) => n),
+    );
   });
 });

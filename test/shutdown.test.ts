@@ -59,6 +59,38 @@ describe('stopping the server', () => {
     }
   });
 
+  it('writes every access-log line before it exits on SIGTERM', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'tessera-stop-'));
+    const schema = TEST_STORE === 'postgres' ? await createTestSchema() : null;
+    try {
+      const server = await startServerProcess(process.execPath, serverEntry(), {
+        DATABASE_URL:
+          schema === null ? `sqlite:${join(directory, 'tessera.db')}` : databaseUrlFor(schema),
+        IAM_DATA_DIR: directory,
+        IAM_BOOTSTRAP_API_KEY: KEY,
+      });
+      // The log is written in batches (4 KiB or 100 ms): the last ones are pending at the signal.
+      const requests = 150;
+      for (let n = 0; n < requests; n++) {
+        assert.equal((await callServer(server, KEY, 'GET', '/applications')).status, 200);
+      }
+      assert.equal(await server.stop(), 0, server.output());
+      const lines = server
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg?: string; route?: string });
+      const logged = lines.filter(
+        (line) => line.msg === 'request' && line.route === '/iam/api/v1/applications',
+      );
+      assert.equal(logged.length, requests);
+      assert.equal(lines.at(-1)?.msg, 'stopped');
+    } finally {
+      if (schema !== null) await dropSchema(schema);
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it('exits 0 within 10 s, without an error line, while a delivery trickles', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'tessera-stop-'));
     const schema = TEST_STORE === 'postgres' ? await createTestSchema() : null;
