@@ -421,7 +421,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         rateLimit,
         routes: routeIndex,
       });
-      registerScimRoutes(scope, { scim: services.scim, cursors });
+      registerScimRoutes(scope, { scim: services.scim, groups: services.scimGroups, cursors });
       registerScimGroupRoutes(scope, { scim: services.scim, groups: services.scimGroups, cursors });
     },
     { prefix: SCIM_PREFIX },

@@ -49,6 +49,18 @@ export interface UserIdentity {
   identifier: string;
 }
 
+/** The `type` and `primary` a client gave one value of a user (SCIM's emails, photos). */
+export interface ValueLabel {
+  type?: string;
+  primary?: boolean;
+}
+
+/** The labels of a user's e-mail address and avatar, each as its client sent it. */
+export interface UserLabels {
+  email?: ValueLabel;
+  avatar?: ValueLabel;
+}
+
 export interface UserRecord extends UserIdentity {
   /** Immutable and unique within the application; kept when the identifier is renamed. */
   id: string;
@@ -62,6 +74,11 @@ export interface UserRecord extends UserIdentity {
   active: boolean;
   /** The id a provisioning client (SCIM) keeps for this user; null when none was given. */
   externalId: string | null;
+  /**
+   * How a provisioning client (SCIM) labelled the e-mail address and the avatar (their `type`
+   * and `primary`), kept to be returned as sent; undefined or null when none did.
+   */
+  labels?: UserLabels | null;
   createdAt: number;
   updatedAt: number;
   etag: string;

@@ -670,6 +670,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scim/v2/{client_id}/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A resource type by its name (User, Group) */
+        get: operations["getScimResourceType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{client_id}/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schema by its URN */
+        get: operations["getScimSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scim/v2/{client_id}/Users": {
         parameters: {
             query?: never;
@@ -682,6 +716,40 @@ export interface paths {
         put?: never;
         /** Provision a user */
         post: operations["createScimUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{client_id}/Users/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List or filter users, the query in the body (RFC 7644 §3.4.3) */
+        post: operations["searchScimUsers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{client_id}/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search Users, then Groups (RFC 7644 §3.4.3; index paging) */
+        post: operations["searchScim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -720,6 +788,23 @@ export interface paths {
         put?: never;
         /** Create a group (a role); members get the role */
         post: operations["createScimGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/{client_id}/Groups/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List or filter groups, the query in the body (RFC 7644 §3.4.3) */
+        post: operations["searchScimGroups"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1492,6 +1577,34 @@ export interface components {
             id?: string;
         } & {
             [key: string]: unknown;
+        };
+        /** @description A SCIM SearchRequest (RFC 7644 §3.4.3): a list query in a body. */
+        ScimSearchRequest: {
+            /** @description ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"] */
+            schemas?: string[];
+            attributes?: string[] | string;
+            excludedAttributes?: string[] | string;
+            /**
+             * @description RFC 7644 §3.4.2.2.
+             * @example displayName pr
+             */
+            filter?: string;
+            /**
+             * @description 1-based index paging; below 1 counts as 1.
+             * @example 1
+             */
+            startIndex?: number;
+            /**
+             * @description Page size; 0–1000 (larger asks get 1000).
+             * @example 10
+             */
+            count?: number;
+            /** @description RFC 9865: empty for the first page, then nextCursor. */
+            cursor?: string;
+            /** @description Not supported (400). */
+            sortBy?: string;
+            /** @description Not supported (400). */
+            sortOrder?: string;
         };
         /** @description A SCIM PatchOp message (RFC 7644 §3.5.2) for a User. */
         ScimUserPatchOp: {
@@ -6674,6 +6787,176 @@ export interface operations {
             };
         };
     };
+    getScimResourceType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+                /**
+                 * @description The name of the resource type: `User` or `Group`.
+                 * @example User
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A resource type by its name (User, Group) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimResource"];
+                };
+            };
+            /** @description Bad request (scimType names the problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description A valid API key is required (Bearer or apikey) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description The key lacks the role, or is restricted to other applications */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Not found (or SCIM is off for the application) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Too many requests for this key */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Store unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+        };
+    };
+    getScimSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+                /**
+                 * @description The URN of the schema.
+                 * @example urn:ietf:params:scim:schemas:core:2.0:User
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A schema by its URN */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimResource"];
+                };
+            };
+            /** @description Bad request (scimType names the problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description A valid API key is required (Bearer or apikey) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description The key lacks the role, or is restricted to other applications */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Not found (or SCIM is off for the application) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Too many requests for this key */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Store unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+        };
+    };
     listScimUsers: {
         parameters: {
             query?: {
@@ -6888,6 +7171,230 @@ export interface operations {
             };
             /** @description userName or displayName taken (uniqueness) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Send application/scim+json or application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Too many requests for this key */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Store unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+        };
+    };
+    searchScimUsers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM SearchRequest (RFC 7644 §3.4.3): a list query in a body. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
+                 *       ],
+                 *       "filter": "userName eq \"ada@example.com\"",
+                 *       "count": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScimSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description A ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimResource"];
+                };
+            };
+            /** @description Bad request (scimType names the problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description A valid API key is required (Bearer or apikey) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description The key lacks the role, or is restricted to other applications */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Not found (or SCIM is off for the application) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Send application/scim+json or application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Too many requests for this key */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Store unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+        };
+    };
+    searchScim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM SearchRequest (RFC 7644 §3.4.3): a list query in a body. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
+                 *       ],
+                 *       "filter": "userName eq \"ada@example.com\"",
+                 *       "count": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScimSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description A ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimResource"];
+                };
+            };
+            /** @description Bad request (scimType names the problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description A valid API key is required (Bearer or apikey) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description The key lacks the role, or is restricted to other applications */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Not found (or SCIM is off for the application) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7643,6 +8150,118 @@ export interface operations {
             };
             /** @description userName or displayName taken (uniqueness) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Body larger than the route reads (64 KiB for a user, 256 KiB for a Group) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Send application/scim+json or application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Too many requests for this key */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Store unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+        };
+    };
+    searchScimGroups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM SearchRequest (RFC 7644 §3.4.3): a list query in a body. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
+                 *       ],
+                 *       "filter": "userName eq \"ada@example.com\"",
+                 *       "count": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScimSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description A ListResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimResource"];
+                };
+            };
+            /** @description Bad request (scimType names the problem) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description A valid API key is required (Bearer or apikey) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description The key lacks the role, or is restricted to other applications */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ScimError"];
+                };
+            };
+            /** @description Not found (or SCIM is off for the application) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

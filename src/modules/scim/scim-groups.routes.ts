@@ -7,10 +7,15 @@ import type { CursorCodec } from '../../http/pagination.js';
 import { formatEtag, ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
 import type { GroupRecord } from '../../store/store.js';
 import type { ScimGroupsService } from './scim-groups.service.js';
-import { groupChangesFrom, groupChangesFromPatch, toScimGroup } from './scim.groups.js';
+import {
+  groupChangesFrom,
+  groupChangesFromPatch,
+  toScimGroup,
+  wantsMembers,
+} from './scim.groups.js';
 import { baseUrl, sendScim } from './scim.http.js';
 import { readOperations } from './scim.patch.js';
-import { type Projection, project, readProjection } from './scim.projection.js';
+import { project, readProjection } from './scim.projection.js';
 import { pagedResponse, readPaging } from './scim.paging.js';
 import {
   ListQuery,
@@ -21,21 +26,15 @@ import {
   ScimGroupPatchBody,
   ScimParams,
   ScimResponse,
+  SearchRequest,
   scimErrors,
   scimSecurity,
+  searchQuery,
 } from './scim.schemas.js';
 import type { ScimScope, ScimService } from './scim.service.js';
 import { BODY_LIMITS } from '../../http/body-limits.js';
 
 const tags = ['scim'];
-
-/** Whether a representation must list members: not when the client excluded them. */
-function wantsMembers(projection: Projection): boolean {
-  const named = (list: string[] | null) =>
-    list?.some((name) => name.toLowerCase().split('.')[0] === 'members') ?? false;
-  if (projection.attributes !== null) return named(projection.attributes);
-  return !named(projection.excluded);
-}
 
 export function registerScimGroupRoutes(
   app: FastifyInstance,
@@ -44,8 +43,12 @@ export function registerScimGroupRoutes(
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const { scim, groups, cursors } = deps;
 
-  async function representation(request: FastifyRequest, scope: ScimScope, group: GroupRecord) {
-    const query = request.query as ProjectionQuery;
+  async function representation(
+    request: FastifyRequest,
+    scope: ScimScope,
+    group: GroupRecord,
+    query = request.query as ProjectionQuery,
+  ) {
     const projection = readProjection(query.attributes, query.excludedAttributes);
     const members = wantsMembers(projection)
       ? await groups.membersOf(scope, group.displayName)
@@ -54,6 +57,35 @@ export function registerScimGroupRoutes(
       toScimGroup(group, members, baseUrl(request, scope.application.clientId)),
       projection,
     );
+  }
+
+  /** A ListResponse of Groups for a list query (GET /Groups, POST /Groups/.search). */
+  async function listGroups(request: FastifyRequest, clientId: string, query: ListQuery) {
+    const scope = await scim.scopeOf(clientId);
+    const cursorScope = JSON.stringify(['scim-groups', clientId, query.filter ?? null]);
+    const paging = readPaging(query, cursors, cursorScope);
+    const all = await groups.listGroups(scope, query.filter, baseUrl(request, clientId));
+    const after = paging.after;
+    const from =
+      paging.startIndex === null
+        ? after === null
+          ? 0
+          : all.findIndex((group) => group.id > after)
+        : paging.startIndex - 1;
+    const rest = from === -1 ? [] : all.slice(from, from + paging.count + 1);
+    const rendered = await Promise.all(
+      rest.slice(0, paging.count).map((group) => representation(request, scope, group, query)),
+    );
+    const byId = new Map(rendered.map((body) => [body.id as string, body]));
+    return pagedResponse({
+      paging,
+      items: rest,
+      total: all.length,
+      render: (group) => byId.get(group.id)!,
+      positionOf: (group) => group.id,
+      cursors,
+      cursorScope,
+    });
   }
 
   async function sendGroup(
@@ -84,36 +116,28 @@ export function registerScimGroupRoutes(
       },
     },
     async function listScimGroups(request, reply) {
-      const { client_id: clientId } = request.params;
-      const scope = await scim.scopeOf(clientId);
-      const cursorScope = JSON.stringify(['scim-groups', clientId, request.query.filter ?? null]);
-      const paging = readPaging(request.query, cursors, cursorScope);
-      const all = await groups.listGroups(scope, request.query.filter, baseUrl(request, clientId));
-      const after = paging.after;
-      const from =
-        paging.startIndex === null
-          ? after === null
-            ? 0
-            : all.findIndex((group) => group.id > after)
-          : paging.startIndex - 1;
-      const rest = from === -1 ? [] : all.slice(from, from + paging.count + 1);
-      const rendered = await Promise.all(
-        rest.slice(0, paging.count).map((group) => representation(request, scope, group)),
-      );
-      const byId = new Map(rendered.map((body) => [body.id as string, body]));
-      return sendScim(
-        reply,
-        200,
-        pagedResponse({
-          paging,
-          items: rest,
-          total: all.length,
-          render: (group) => byId.get(group.id)!,
-          positionOf: (group) => group.id,
-          cursors,
-          cursorScope,
-        }),
-      );
+      const query = request.query;
+      return sendScim(reply, 200, await listGroups(request, request.params.client_id, query));
+    },
+  );
+
+  api.post(
+    '/Groups/.search',
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        operationId: 'searchScimGroups',
+        summary: 'List or filter groups, the query in the body (RFC 7644 §3.4.3)',
+        security: scimSecurity,
+        params: ScimParams,
+        body: SearchRequest,
+        response: { 200: ScimResponse('A ListResponse'), ...scimErrors(413, 415) },
+      },
+    },
+    async function searchScimGroups(request, reply) {
+      const query = searchQuery(request.body);
+      return sendScim(reply, 200, await listGroups(request, request.params.client_id, query));
     },
   );
 

@@ -21,6 +21,8 @@ export interface AttributeDefinition {
   uniqueness: 'none' | 'server';
   subAttributes?: AttributeDefinition[];
   referenceTypes?: string[];
+  /** Suggested values (RFC 7643 §7): clients MAY use others where the description allows. */
+  canonicalValues?: string[];
 }
 
 function attribute(
@@ -79,14 +81,27 @@ export const COMMON_ATTRIBUTES: AttributeDefinition[] = [
   }),
 ];
 
-const typedValue = (description: string, reference = false) => [
-  attribute(
-    'value',
-    description,
-    reference ? { type: 'reference', caseExact: true, referenceTypes: ['external'] } : {},
-  ),
-  attribute('type', 'Always "work" (Tessera keeps one).', { caseExact: false }),
-  attribute('primary', 'Always true (Tessera keeps one).', { type: 'boolean' }),
+/** Some BCP 47 language tags, as examples of what locale and preferredLanguage take. */
+const LANGUAGE_TAGS = ['en', 'en-US', 'en-GB', 'fr-FR', 'de-DE', 'pt-BR', 'zh-Hant-TW'];
+
+/** The sub-attributes of a multi-valued attribute of which Tessera keeps one element. */
+const typedValue = (
+  description: string,
+  types: string[],
+  options: { reference?: boolean; required?: boolean } = {},
+) => [
+  attribute('value', description, {
+    ...(options.reference === true
+      ? { type: 'reference', caseExact: true, referenceTypes: ['external'] }
+      : {}),
+    required: options.required ?? false,
+  }),
+  attribute('type', `A label of the value's function (${types.join(', ')}, or another).`, {
+    canonicalValues: types,
+  }),
+  attribute('primary', 'Whether this is the one Tessera keeps (else the first is).', {
+    type: 'boolean',
+  }),
   attribute('display', 'The same as value.', readOnly),
 ];
 
@@ -95,24 +110,55 @@ export const USER_ATTRIBUTES: AttributeDefinition[] = [
     required: true,
     uniqueness: 'server',
   }),
+  // Required here means what RFC 7643's errata 8280 says it means: the attribute always has a
+  // value. A user always has a name, a locale and a state; what a request leaves out, Tessera
+  // fills in (see the descriptions), and a PATCH that removes one sets it to that value.
   attribute('name', "The user's name; Tessera keeps the full name only.", {
     type: 'complex',
-    subAttributes: [attribute('formatted', 'The full name (the same as displayName).')],
+    required: true,
+    subAttributes: [
+      attribute('formatted', 'The full name (the same as displayName).', { required: true }),
+    ],
   }),
-  attribute('displayName', 'The full name.'),
-  attribute('emails', 'The e-mail address (one: the primary, else the first given).', {
-    type: 'complex',
-    multiValued: true,
-    subAttributes: typedValue('The address.'),
+  attribute(
+    'displayName',
+    'The full name. Always has a value: left out, it is name.formatted, else givenName and ' +
+      'familyName, else userName.',
+    { required: true },
+  ),
+  attribute(
+    'emails',
+    'The e-mail address (one: the primary, else the first given). Required: a create or replace ' +
+      'without one is refused, unless userName is itself an e-mail address (then it is used).',
+    {
+      type: 'complex',
+      multiValued: true,
+      required: true,
+      subAttributes: typedValue('The address.', ['work', 'home', 'other'], { required: true }),
+    },
+  ),
+  attribute(
+    'preferredLanguage',
+    'A BCP 47 language tag; the same value as locale. Always has a value (left out: "en").',
+    { required: true, canonicalValues: LANGUAGE_TAGS },
+  ),
+  attribute('locale', 'A BCP 47 language tag. Always has a value (left out: "en").', {
+    required: true,
+    canonicalValues: LANGUAGE_TAGS,
   }),
-  attribute('preferredLanguage', 'A BCP 47 language tag; the same value as locale.'),
-  attribute('locale', 'A BCP 47 language tag (default "en").'),
   attribute('photos', "The avatar's URL (one).", {
     type: 'complex',
     multiValued: true,
-    subAttributes: typedValue('An http: or https: URL.', true),
+    subAttributes: typedValue('An http: or https: URL.', ['photo', 'thumbnail'], {
+      reference: true,
+    }),
   }),
-  attribute('active', 'Inactive users are kept but get no access tokens.', { type: 'boolean' }),
+  attribute(
+    'active',
+    'Inactive users are kept but get no access tokens. Always has a value: left out of a ' +
+      'create, true; left out of a replace, as it was.',
+    { type: 'boolean', required: true },
+  ),
   attribute('groups', "The Groups (the application's roles) the user has.", {
     ...readOnly,
     type: 'complex',
@@ -142,14 +188,18 @@ export const GROUP_ATTRIBUTES: AttributeDefinition[] = [
     multiValued: true,
     subAttributes: [
       attribute('value', 'The id of the User.', { caseExact: true, mutability: 'immutable' }),
-      attribute('$ref', 'The URI of the User.', {
-        ...readOnly,
+      // Immutable, not read-only (RFC 7643 §8.7.1): a client may name a member by its URI.
+      attribute('$ref', 'The URI of the User (value, when given, must name the same User).', {
         type: 'reference',
         caseExact: true,
+        mutability: 'immutable',
         referenceTypes: ['User'],
       }),
       attribute('display', "The member's userName.", readOnly),
-      attribute('type', 'Always "User".', readOnly),
+      attribute('type', 'Always "User" (Groups are not members).', {
+        mutability: 'immutable',
+        canonicalValues: ['User'],
+      }),
     ],
   }),
 ];

@@ -83,7 +83,11 @@ export function schemas(base: string): Json[] {
       schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
       id: USER_SCHEMA,
       name: 'User',
-      description: 'User Account',
+      description:
+        'User Account. Other attributes of the User schema and of the enterprise extension ' +
+        '(title, phoneNumbers, addresses, password, manager…) are accepted and ignored; ' +
+        'name.givenName and name.familyName make the name when displayName and name.formatted ' +
+        'are absent, and are not kept.',
       attributes: USER_ATTRIBUTES.map(describeAttribute),
       meta: { resourceType: 'Schema', location: `${base}/Schemas/${USER_SCHEMA}` },
     },

@@ -11,6 +11,7 @@ import { scimBadRequest } from './scim.errors.js';
 import { memberOf } from './scim.evaluate.js';
 import { type Filter, parsePatchPath } from './scim.filter.js';
 import { type PatchOperation, entriesWithoutPath } from './scim.patch.js';
+import type { Projection } from './scim.projection.js';
 import { isObject } from './scim.users.js';
 
 type Json = Record<string, unknown>;
@@ -38,13 +39,30 @@ export function checkedRoleName(value: unknown): string {
   return value;
 }
 
+/** The User id a member's $ref names (…/Users/<id>), or undefined when it names none. */
+function idOfReference(reference: unknown): string | undefined {
+  if (typeof reference !== 'string') return undefined;
+  const match = /\/Users\/([^/?#]+)$/.exec(reference);
+  return match === null ? undefined : decodeURIComponent(match[1]!);
+}
+
+/** The ids of the members: each one's "value", else the User its "$ref" names. */
 function memberIds(value: unknown): Set<string> {
   const items = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
   const ids = new Set<string>();
   for (const item of items) {
-    const id = isObject(item) ? memberOf(item, 'value') : undefined;
+    const given = isObject(item) ? memberOf(item, 'value') : undefined;
+    const reference = isObject(item) ? memberOf(item, '$ref') : undefined;
+    const referenced = idOfReference(reference);
+    if (reference !== undefined && reference !== null && referenced === undefined) {
+      throw scimBadRequest('invalidValue', 'A member\'s "$ref" must be the URI of a User.');
+    }
+    const id = given ?? referenced;
     if (typeof id !== 'string' || id === '') {
       throw scimBadRequest('invalidValue', 'Each member needs a "value": the id of a User.');
+    }
+    if (referenced !== undefined && referenced !== id) {
+      throw scimBadRequest('invalidValue', 'A member\'s "value" and "$ref" name different Users.');
     }
     ids.add(id);
   }
@@ -167,6 +185,14 @@ export function groupChangesFromPatch(
     apply(target.path.attribute, operation, target.filter);
   }
   return changes;
+}
+
+/** Whether a representation must list members: not when the client excluded them. */
+export function wantsMembers(projection: Projection): boolean {
+  const named = (list: string[] | null) =>
+    list?.some((name) => name.toLowerCase().split('.')[0] === 'members') ?? false;
+  if (projection.attributes !== null) return named(projection.attributes);
+  return !named(projection.excluded);
 }
 
 /** The SCIM representation of a group; `members` null leaves them out (excludedAttributes). */

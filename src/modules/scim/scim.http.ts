@@ -39,7 +39,9 @@ const SCIM_ATTRIBUTES: Record<string, string> = {
 
 /** A field error in SCIM's words: the attribute that carries the member, then the rule. */
 function describeField(field: FieldError): string {
-  const [member = '', ...rest] = field.path.split('/').slice(1);
+  let [member = '', ...rest] = field.path.split('/').slice(1);
+  // labels/email/type is the type of the e-mail address: emails[type].
+  if (member === 'labels' && rest.length > 0) [member = '', ...rest] = rest;
   const attribute = SCIM_ATTRIBUTES[member] ?? member;
   const where = rest.length === 0 ? attribute : `${attribute}[${rest.join('/')}]`;
   return `"${where}" ${field.detail}`;

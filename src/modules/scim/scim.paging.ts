@@ -16,6 +16,12 @@ export interface ListPaging {
   count: number;
 }
 
+/**
+ * The largest startIndex taken: larger ones (`99999999999999999999`) page from here, past any
+ * list, and still fit the stores' offsets (a PostgreSQL bigint; a JavaScript number is exact).
+ */
+export const MAX_START_INDEX = Number.MAX_SAFE_INTEGER;
+
 export function readPaging(
   query: ListQuery,
   cursors: CursorCodec,
@@ -26,7 +32,11 @@ export function readPaging(
   }
   const count = Math.min(Math.max(query.count ?? DEFAULT_PAGE_SIZE, 0), MAX_PAGE_SIZE);
   if (query.cursor === undefined)
-    return { startIndex: Math.max(query.startIndex ?? 1, 1), after: null, count };
+    return {
+      startIndex: Math.min(Math.max(query.startIndex ?? 1, 1), MAX_START_INDEX),
+      after: null,
+      count,
+    };
   if (query.startIndex !== undefined) {
     throw scimBadRequest('invalidValue', 'Use either startIndex or cursor, not both.');
   }

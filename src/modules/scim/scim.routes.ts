@@ -1,4 +1,5 @@
-// SCIM 2.0 at /scim/v2/<client_id>: discovery and Users. Groups are in scim-groups.routes.ts.
+// SCIM 2.0 at /scim/v2/<client_id>: discovery, Users, and the search of every resource type
+// (POST /.search). Groups are in scim-groups.routes.ts.
 
 import { scimOrigin } from '../request-origin.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -7,6 +8,9 @@ import type { CursorCodec } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
 import type { GroupRecord, UserQueryPage, UserRecord } from '../../store/store.js';
 import { listResponse, resourceTypes, schemas, serviceProviderConfig } from './scim.discovery.js';
+import { ScimError, scimBadRequest } from './scim.errors.js';
+import type { ScimGroupsService } from './scim-groups.service.js';
+import { toScimGroup, wantsMembers } from './scim.groups.js';
 import { baseUrl, sendScim } from './scim.http.js';
 import { readOperations } from './scim.patch.js';
 import { type ListPaging, pagedResponse, readPaging } from './scim.paging.js';
@@ -15,13 +19,17 @@ import {
   ListQuery,
   ProjectionQuery,
   ResourceParams,
+  ResourceTypeParams,
   SCIM_MEDIA_TYPE,
+  SchemaParams,
   ScimUserBody,
   ScimUserPatchBody,
   ScimParams,
   ScimResponse,
+  SearchRequest,
   scimErrors,
   scimSecurity,
+  searchQuery,
 } from './scim.schemas.js';
 import type { ScimScope, ScimService } from './scim.service.js';
 import { toScimUser } from './scim.users.js';
@@ -31,10 +39,10 @@ const tags = ['scim'];
 
 export function registerScimRoutes(
   app: FastifyInstance,
-  deps: { scim: ScimService; cursors: CursorCodec },
+  deps: { scim: ScimService; groups: ScimGroupsService; cursors: CursorCodec },
 ): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
-  const { scim, cursors } = deps;
+  const { scim, groups, cursors } = deps;
 
   const render =
     (request: FastifyRequest, clientId: string, groups: GroupRecord[], projection: Projection) =>
@@ -101,6 +109,83 @@ export function registerScimRoutes(
     });
   }
 
+  /** A ListResponse of Users for a list query (GET /Users, POST /Users/.search). */
+  async function listUsers(request: FastifyRequest, clientId: string, query: ListQuery) {
+    const cursorScope = JSON.stringify(['scim-users', clientId, query.filter ?? null]);
+    const quick = await quickLookup(request, query, clientId, cursorScope);
+    if (quick !== null) return quick;
+    const { scope, groups } = await scim.scopeWithGroups(clientId);
+    const paging = readPaging(query, cursors, cursorScope);
+    const projection = readProjection(query.attributes, query.excludedAttributes);
+    const page: UserQueryPage =
+      paging.startIndex === null
+        ? { after: paging.after, limit: paging.count + 1 }
+        : { offset: paging.startIndex - 1, limit: paging.count };
+    const { users, total } = await scim.listUsers(scope, query.filter, page);
+    return pagedResponse({
+      paging,
+      items: users,
+      total,
+      render: render(request, clientId, groups, projection),
+      positionOf: (user) => user.identifier,
+      cursors,
+      cursorScope,
+    });
+  }
+
+  /**
+   * POST /.search at the root: the Users matching the filter, then the Groups, as one list with
+   * index paging. A filter only one of them can take (`members pr`) finds none of the other.
+   */
+  async function searchAll(request: FastifyRequest, clientId: string, query: ListQuery) {
+    if (query.cursor !== undefined) {
+      throw scimBadRequest(
+        'invalidValue',
+        'A search of every resource type pages by startIndex; cursors page /Users/.search and /Groups/.search.',
+      );
+    }
+    const paging = readPaging(query, cursors, '');
+    const start = paging.startIndex! - 1;
+    const projection = readProjection(query.attributes, query.excludedAttributes);
+    const { scope, groups: roles } = await scim.scopeWithGroups(clientId);
+    const base = baseUrl(request, clientId);
+    const [users, groupList] = await Promise.allSettled([
+      scim.listUsers(scope, query.filter, { offset: start, limit: paging.count }),
+      groups.listGroups(scope, query.filter, base),
+    ]);
+    if (users.status === 'rejected' && groupList.status === 'rejected') throw users.reason;
+    for (const result of [users, groupList]) {
+      if (result.status === 'rejected' && !(result.reason instanceof ScimError))
+        throw result.reason;
+    }
+    const foundUsers = users.status === 'fulfilled' ? users.value : { users: [], total: 0 };
+    const foundGroups = groupList.status === 'fulfilled' ? groupList.value : [];
+    const groupsFrom = Math.max(0, start - foundUsers.total);
+    const pageGroups = foundGroups.slice(
+      groupsFrom,
+      groupsFrom + paging.count - foundUsers.users.length,
+    );
+    const resources = [
+      ...foundUsers.users.map(render(request, clientId, roles, projection)),
+      ...(await Promise.all(
+        pageGroups.map(async (group) =>
+          project(
+            toScimGroup(
+              group,
+              wantsMembers(projection) ? await groups.membersOf(scope, group.displayName) : null,
+              base,
+            ),
+            projection,
+          ),
+        ),
+      )),
+    ];
+    return listResponse(resources, {
+      totalResults: foundUsers.total + foundGroups.length,
+      startIndex: paging.startIndex,
+    });
+  }
+
   const discovery = (
     path: string,
     operationId: string,
@@ -138,6 +223,55 @@ export function registerScimRoutes(
     listResponse(schemas(base)),
   );
 
+  /** One discovery resource by its id (RFC 7644 §4), as it appears in its list. */
+  const discoveryById = (
+    path: string,
+    operationId: string,
+    summary: string,
+    what: string,
+    params: typeof ResourceTypeParams,
+    list: (base: string) => Record<string, unknown>[],
+  ) =>
+    api.get(
+      path,
+      {
+        config: { role: 'users:read' },
+        schema: {
+          tags,
+          operationId,
+          summary,
+          security: scimSecurity,
+          params,
+          response: { 200: ScimResponse(summary), ...scimErrors() },
+        },
+      },
+      async function serveDiscoveryById(request, reply) {
+        const { client_id: clientId, id } = request.params;
+        await scim.scopeOf(clientId);
+        const found = list(baseUrl(request, clientId)).find((resource) => resource.id === id);
+        if (found === undefined) {
+          throw new ScimError(404, null, `No ${what} "${id.slice(0, 200)}".`);
+        }
+        return sendScim(reply, 200, found);
+      },
+    );
+  discoveryById(
+    '/ResourceTypes/:id',
+    'getScimResourceType',
+    'A resource type by its name (User, Group)',
+    'resource type',
+    ResourceTypeParams,
+    resourceTypes,
+  );
+  discoveryById(
+    '/Schemas/:id',
+    'getScimSchema',
+    'A schema by its URN',
+    'schema',
+    SchemaParams,
+    schemas,
+  );
+
   api.get(
     '/Users',
     {
@@ -153,31 +287,51 @@ export function registerScimRoutes(
       },
     },
     async function listScimUsers(request, reply) {
-      const { client_id: clientId } = request.params;
-      const cursorScope = JSON.stringify(['scim-users', clientId, request.query.filter ?? null]);
-      const quick = await quickLookup(request, request.query, clientId, cursorScope);
-      if (quick !== null) return sendScim(reply, 200, quick);
-      const { scope, groups } = await scim.scopeWithGroups(clientId);
-      const paging = readPaging(request.query, cursors, cursorScope);
-      const projection = readProjection(request.query.attributes, request.query.excludedAttributes);
-      const page: UserQueryPage =
-        paging.startIndex === null
-          ? { after: paging.after, limit: paging.count + 1 }
-          : { offset: paging.startIndex - 1, limit: paging.count };
-      const { users, total } = await scim.listUsers(scope, request.query.filter, page);
       return sendScim(
         reply,
         200,
-        pagedResponse({
-          paging,
-          items: users,
-          total,
-          render: render(request, clientId, groups, projection),
-          positionOf: (user) => user.identifier,
-          cursors,
-          cursorScope,
-        }),
+        await listUsers(request, request.params.client_id, request.query),
       );
+    },
+  );
+
+  api.post(
+    '/Users/.search',
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        operationId: 'searchScimUsers',
+        summary: 'List or filter users, the query in the body (RFC 7644 §3.4.3)',
+        security: scimSecurity,
+        params: ScimParams,
+        body: SearchRequest,
+        response: { 200: ScimResponse('A ListResponse'), ...scimErrors(413, 415) },
+      },
+    },
+    async function searchScimUsers(request, reply) {
+      const query = searchQuery(request.body);
+      return sendScim(reply, 200, await listUsers(request, request.params.client_id, query));
+    },
+  );
+
+  api.post(
+    '/.search',
+    {
+      config: { role: 'users:read' },
+      schema: {
+        tags,
+        operationId: 'searchScim',
+        summary: 'Search Users, then Groups (RFC 7644 §3.4.3; index paging)',
+        security: scimSecurity,
+        params: ScimParams,
+        body: SearchRequest,
+        response: { 200: ScimResponse('A ListResponse'), ...scimErrors(413, 415) },
+      },
+    },
+    async function searchScim(request, reply) {
+      const query = searchQuery(request.body);
+      return sendScim(reply, 200, await searchAll(request, request.params.client_id, query));
     },
   );
 

@@ -14,6 +14,26 @@ export const SCIM_MEDIA_TYPE = 'application/scim+json';
 export const ScimParams = Type.Object({ client_id: ClientId }, { additionalProperties: false });
 export type ScimParams = Static<typeof ScimParams>;
 
+/** A discovery resource by its id (RFC 7644 §4): a resource type's name or a schema's URN. */
+function discoveryParams(description: string, example: string) {
+  return Type.Object(
+    {
+      client_id: ClientId,
+      id: Type.String({ minLength: 1, maxLength: 256, description, examples: [example] }),
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const ResourceTypeParams = discoveryParams(
+  'The name of the resource type: `User` or `Group`.',
+  'User',
+);
+export const SchemaParams = discoveryParams(
+  'The URN of the schema.',
+  'urn:ietf:params:scim:schemas:core:2.0:User',
+);
+
 export const ResourceParams = Type.Object(
   {
     client_id: ClientId,
@@ -80,6 +100,56 @@ export const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type ListQuery = Static<typeof ListQuery>;
+
+const SEARCH_REQUEST = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
+
+/** Attribute names, as a list or comma-separated (as in the query). */
+const AttributeNames = Type.Union([
+  Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 }),
+  Type.String({ maxLength: 2048 }),
+]);
+
+/** POST …/.search (RFC 7644 §3.4.3): the query parameters of a list, in a body. */
+export const SearchRequest = named(
+  'ScimSearchRequest',
+  Type.Object(
+    {
+      schemas: Type.Optional(
+        Type.Array(Type.String({ maxLength: 256 }), {
+          maxItems: 10,
+          description: `["${SEARCH_REQUEST}"]`,
+        }),
+      ),
+      attributes: Type.Optional(AttributeNames),
+      excludedAttributes: Type.Optional(AttributeNames),
+      filter: ListQuery.properties.filter,
+      startIndex: ListQuery.properties.startIndex,
+      count: ListQuery.properties.count,
+      cursor: ListQuery.properties.cursor,
+      sortBy: ListQuery.properties.sortBy,
+      sortOrder: ListQuery.properties.sortOrder,
+    },
+    {
+      additionalProperties: false,
+      description: 'A SCIM SearchRequest (RFC 7644 §3.4.3): a list query in a body.',
+      examples: [{ schemas: [SEARCH_REQUEST], filter: 'userName eq "ada@example.com"', count: 10 }],
+    },
+  ),
+);
+export type SearchRequest = Static<typeof SearchRequest>;
+
+/** A SearchRequest as the query of a list. */
+export function searchQuery(body: SearchRequest): ListQuery {
+  const names = (value: string[] | string | undefined) =>
+    value === undefined ? undefined : Array.isArray(value) ? value.join(',') : value;
+  const { schemas: _schemas, attributes, excludedAttributes, ...rest } = body;
+  const query: ListQuery = { ...rest };
+  const included = names(attributes);
+  const excluded = names(excludedAttributes);
+  if (included !== undefined) query.attributes = included;
+  if (excluded !== undefined) query.excludedAttributes = excluded;
+  return query;
+}
 
 /**
  * Any JSON object (a SCIM resource or PatchOp message, read by the SCIM mapping), named for the

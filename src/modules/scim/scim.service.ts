@@ -173,9 +173,10 @@ export class ScimService {
     origin: ChangeOrigin,
   ): Promise<UserRecord> {
     const groups = await this.groupsOf(scope);
-    return this.#update(scope, id, condition, origin, (user) =>
-      changesOf(userInputFromScim(patchUserView(toScimUser(user, groups, base), operations))),
-    );
+    return this.#update(scope, id, condition, origin, (user) => {
+      const before = toScimUser(user, groups, base);
+      return changesOf(userInputFromScim(patchUserView(before, operations), before));
+    });
   }
 
   async deleteUser(

@@ -20,7 +20,7 @@ type Json = Record<string, unknown>;
 
 /** What a SCIM User body says of a user, in the domain's words, its values not yet checked. */
 export type ScimUserInput = Unchecked<
-  Pick<UserInput, 'identifier' | 'name' | 'email' | 'locale' | 'avatar' | 'external_id'>
+  Pick<UserInput, 'identifier' | 'name' | 'email' | 'locale' | 'avatar' | 'external_id' | 'labels'>
 > & {
   /** Absent from the body: keep (or, on create, true). */
   active: boolean | undefined;
@@ -57,17 +57,58 @@ function languageTag(value: unknown): unknown {
   return tag === '' ? 'en' : tag;
 }
 
+/** The type and primary of a multi-valued attribute's element, as the client gave them. */
+function labelOf(element: Json | undefined, what: string): Json | undefined {
+  if (element === undefined) return undefined;
+  const type = memberOf(element, 'type');
+  const primary = memberOf(element, 'primary');
+  const label: Json = {};
+  if (type !== undefined && type !== null) label.type = type;
+  if (primary !== undefined && primary !== null)
+    label.primary = toBoolean(primary, `${what}.primary`);
+  return label;
+}
+
+/**
+ * Of two attributes that carry one Tessera field, the one to take: the first, unless a PATCH
+ * (`before` is the resource it started from) changed only the second.
+ */
+function eitherOf(body: Json, before: Json | undefined, first: string, second: string): unknown {
+  const value = memberOf(body, first);
+  if (before !== undefined) {
+    const other = memberOf(body, second);
+    const changed = (name: string, now: unknown) =>
+      JSON.stringify(now) !== JSON.stringify(memberOf(before, name));
+    if (!changed(first, value) && changed(second, other) && other !== undefined && other !== null)
+      return other;
+  }
+  return value ?? memberOf(body, second);
+}
+
 /**
  * The user's full name: displayName, else name.formatted, else given and family names, else
- * userName, shortened to the longest name allowed (directories keep longer ones).
+ * userName, shortened to the longest name allowed (directories keep longer ones). After a
+ * PATCH that changed name.formatted but not displayName, name.formatted.
  */
-function fullName(body: Json, userName: unknown): unknown {
+function fullName(body: Json, userName: unknown, before: Json | undefined): unknown {
   const name = memberOf(body, 'name');
   const parts = isObject(name) ? name : {};
   const given = [memberOf(parts, 'givenName'), memberOf(parts, 'familyName')]
     .filter((part): part is string => typeof part === 'string' && part.trim() !== '')
     .join(' ');
-  const candidates = [memberOf(body, 'displayName'), memberOf(parts, 'formatted'), given, userName];
+  const beforeName = before === undefined ? undefined : memberOf(before, 'name');
+  const formatted = eitherOf(
+    { displayName: memberOf(body, 'displayName'), formatted: memberOf(parts, 'formatted') },
+    before === undefined
+      ? undefined
+      : {
+          displayName: memberOf(before, 'displayName'),
+          formatted: isObject(beforeName) ? memberOf(beforeName, 'formatted') : undefined,
+        },
+    'displayName',
+    'formatted',
+  );
+  const candidates = [formatted, given, userName];
   const chosen = candidates.find(
     (candidate) =>
       candidate !== undefined &&
@@ -77,24 +118,43 @@ function fullName(body: Json, userName: unknown): unknown {
   return typeof chosen === 'string' ? nameFromText(chosen) : chosen;
 }
 
-/** The user a User body describes (POST, PUT, or a PATCH's result). */
-export function userInputFromScim(body: Json): ScimUserInput {
+/**
+ * The user a User body describes (POST, PUT, or a PATCH's result; then `before` is the User the
+ * PATCH started from, so a change to preferredLanguage or name.formatted alone is taken).
+ */
+export function userInputFromScim(body: Json, before?: Json): ScimUserInput {
   const userName = memberOf(body, 'userName');
-  const email = memberOf(primaryElement(memberOf(body, 'emails'), 'emails') ?? {}, 'value');
-  const locale = memberOf(body, 'locale') ?? memberOf(body, 'preferredLanguage');
+  const emailElement = primaryElement(memberOf(body, 'emails'), 'emails');
+  const photoElement = primaryElement(memberOf(body, 'photos'), 'photos');
+  const email = memberOf(emailElement ?? {}, 'value');
+  const locale = eitherOf(body, before, 'locale', 'preferredLanguage');
   const active = memberOf(body, 'active');
+  const emailLabel =
+    email === undefined || email === null ? undefined : labelOf(emailElement, 'emails');
+  const avatar = memberOf(photoElement ?? {}, 'value') ?? null;
+  const avatarLabel = avatar === null ? undefined : labelOf(photoElement, 'photos');
   return {
     identifier: userName,
-    name: fullName(body, userName),
+    name: fullName(body, userName, before),
     email:
       email ??
       (typeof userName === 'string' && isValidUserField.email(userName) ? userName : email),
     locale: locale === undefined || locale === null ? 'en' : languageTag(locale),
-    avatar: memberOf(primaryElement(memberOf(body, 'photos'), 'photos') ?? {}, 'value') ?? null,
+    avatar,
     external_id: memberOf(body, 'externalId') ?? null,
+    labels:
+      emailLabel === undefined && avatarLabel === undefined
+        ? null
+        : {
+            ...(emailLabel === undefined ? {} : { email: emailLabel }),
+            ...(avatarLabel === undefined ? {} : { avatar: avatarLabel }),
+          },
     active: active === undefined || active === null ? undefined : toBoolean(active, 'active'),
   };
 }
+
+const DEFAULT_EMAIL_LABEL = { type: 'work', primary: true };
+const DEFAULT_AVATAR_LABEL = { type: 'photo', primary: true };
 
 /** The SCIM representation of a user; `groups` are the application's Groups. */
 export function toScimUser(
@@ -109,11 +169,12 @@ export function toScimUser(
   resource.userName = user.identifier;
   resource.name = { formatted: user.name };
   resource.displayName = user.name;
-  resource.emails = [{ value: user.email, type: 'work', primary: true }];
+  const labels = user.labels ?? null;
+  resource.emails = [{ value: user.email, ...(labels?.email ?? DEFAULT_EMAIL_LABEL) }];
   resource.preferredLanguage = user.locale;
   resource.locale = user.locale;
   if (user.avatar !== null) {
-    resource.photos = [{ value: user.avatar, type: 'photo', primary: true }];
+    resource.photos = [{ value: user.avatar, ...(labels?.avatar ?? DEFAULT_AVATAR_LABEL) }];
   }
   resource.active = user.active;
   const roles = groups.length === 0 ? null : new Set(user.roles);

@@ -20,10 +20,14 @@ import {
   Roles,
   Scopes,
   USER_NAME_MAX_LENGTH,
+  UserLabels,
   UserName,
 } from './users.schemas.js';
 
-/** A user as the domain takes it in: the members of the API's representation, and SCIM's externalId. */
+/**
+ * A user as the domain takes it in: the members of the API's representation, and SCIM's
+ * externalId and labels.
+ */
 export const UserInput = Type.Object(
   {
     provider: Provider,
@@ -36,6 +40,7 @@ export const UserInput = Type.Object(
     scopes: Scopes,
     active: Type.Optional(Active),
     external_id: Type.Optional(Nullable(ExternalId)),
+    labels: Type.Optional(Nullable(UserLabels)),
   },
   { additionalProperties: false },
 );
@@ -57,6 +62,7 @@ export type UserFields = Pick<
   | 'scopes'
   | 'active'
   | 'externalId'
+  | 'labels'
 >;
 
 /** A user's profile: what a replace sets (PUT), without its identity. */
@@ -85,6 +91,7 @@ export function checkUser(input: unknown): Checked<UserFields> {
       scopes: user.scopes,
       active: user.active ?? true,
       externalId: user.external_id ?? null,
+      ...(user.labels === undefined || user.labels === null ? {} : { labels: user.labels }),
     },
   };
 }
@@ -122,6 +129,7 @@ export function toInput(user: UserFields): UserInput {
     scopes: user.scopes,
     active: user.active,
     external_id: user.externalId,
+    labels: user.labels ?? null,
   };
 }
 
@@ -136,6 +144,7 @@ const INPUT_MEMBERS: Record<string, keyof UserFields> = {
   scopes: 'scopes',
   active: 'active',
   external_id: 'externalId',
+  labels: 'labels',
 };
 
 function memberOfPath(path: string): keyof UserFields | undefined {

@@ -67,6 +67,27 @@ export const ExternalId = Type.String({
   description: "The id a provisioning client (SCIM's externalId) keeps for the user.",
 });
 
+/** The labels a provisioning client gave one value (SCIM's `type` and `primary`). */
+export const ValueLabel = Type.Object(
+  {
+    type: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        pattern: '^[^\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]*$',
+        [RULE_KEYWORD]: 'at most 64 characters without control characters',
+      }),
+    ),
+    primary: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+/** How a provisioning client labelled the e-mail address and the avatar, kept as sent. */
+export const UserLabels = Type.Object(
+  { email: Type.Optional(ValueLabel), avatar: Type.Optional(ValueLabel) },
+  { additionalProperties: false },
+);
+
 export const Roles = Type.Array(UserRole, { maxItems: 100, uniqueItems: true });
 export const Scopes = Type.Array(Scope, { maxItems: 100, uniqueItems: true });
 

@@ -334,6 +334,7 @@ function sameUser(current: UserRecord, next: UserRecord): boolean {
     current.locale === next.locale &&
     current.active === next.active &&
     current.externalId === next.externalId &&
+    JSON.stringify(current.labels ?? null) === JSON.stringify(next.labels ?? null) &&
     sameList(current.roles, next.roles) &&
     sameList(current.scopes, next.scopes)
   );

@@ -33,6 +33,7 @@ export function describeUsersContract(ctx: ContractContext): void {
         createdAt: 1,
         updatedAt: 4102444800000,
         etag: 'user-etag-ü',
+        labels: { email: { type: 'home', primary: false }, avatar: { type: 'thumbnail' } },
       });
       const plain = userRecord('app', 'github_oauth', 'plain');
       await ctx.store.users.insertUser(full, []);

@@ -452,6 +452,13 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         ).execute();
       },
     },
+    '0018_user_labels': {
+      async up(db: Kysely<unknown>) {
+        // The type and primary a SCIM client gave a user's e-mail address and avatar (JSON
+        // text, null: none), so they are returned as sent.
+        await db.schema.alterTable('users').addColumn('labels', 'text').execute();
+      },
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import type {
   EventResourceType,
   GroupRecord,
   NewEvent,
+  UserLabels,
   UserRecord,
 } from '../store.js';
 import { foldAsciiCase } from '../user-predicate.js';
@@ -95,6 +96,7 @@ export const USER_RECORD_COLUMNS = [
   'scopes',
   'active',
   'external_id',
+  'labels',
   'id',
   'created_at',
   'updated_at',
@@ -122,7 +124,7 @@ export function parseStringArray(text: string): string[] {
 }
 
 export function toUserRecord(row: UserRow): UserRecord {
-  return {
+  const record: UserRecord = {
     clientId: row.application,
     provider: row.provider,
     identifier: row.identifier,
@@ -139,6 +141,9 @@ export function toUserRecord(row: UserRow): UserRecord {
     updatedAt: toMillis(row.updated_at),
     etag: row.etag,
   };
+  // Only users a provisioning client labelled have labels (most have none).
+  if (row.labels !== null) record.labels = JSON.parse(row.labels) as UserLabels;
+  return record;
 }
 
 export function toUserRow(record: UserRecord): Insertable<UsersTable> {
@@ -156,6 +161,8 @@ export function toUserRow(record: UserRecord): Insertable<UsersTable> {
     scopes: JSON.stringify(record.scopes),
     active: record.active ? 1 : 0,
     external_id: record.externalId,
+    labels:
+      record.labels === undefined || record.labels === null ? null : JSON.stringify(record.labels),
     identifier_folded: foldAsciiCase(record.identifier),
     id: record.id,
     created_at: record.createdAt,

@@ -51,6 +51,7 @@ const ROW_COLUMNS = [
   'scopes',
   'active',
   'external_id',
+  'labels',
   'identifier_folded',
   'id',
   'created_at',

@@ -35,6 +35,8 @@ export interface UsersTable {
   /** 1 or 0. */
   active: number;
   external_id: string | null;
+  /** JSON text of the record's labels, or NULL. */
+  labels: string | null;
   /** The identifier with A–Z folded to a–z (case-insensitive userName lookups). */
   identifier_folded: string;
   /**
