@@ -391,6 +391,13 @@ describe('console sign-in through an OpenID provider', () => {
     await assertRefused(victim, await victim.get(callback), 400, /begun in another browser/);
   });
 
+  it('refuses a callback that comes more than 10 minutes after the sign-in began', async () => {
+    const browser = new Browser();
+    const callback = await reachCallback(browser, 'ada');
+    ctx.clock.advance(10 * 60_000 + 1);
+    await assertRefused(browser, await browser.get(callback), 400, /took too long/);
+  });
+
   it('refuses an ID token with another nonce', async () => {
     const browser = new Browser();
     const callback = await reachCallback(browser, 'ada');
