@@ -483,8 +483,8 @@ describe('admin console', () => {
     /** The event rows of a page: [time link, type, by, application, resource] as text. */
     function eventRows(body: string) {
       const table = /<table id="events">([\s\S]*?)<\/table>/.exec(body)?.[1] ?? '';
-      return [...table.matchAll(/<tr>\s*<td>([\s\S]*?)<\/tr>/g)].map((row) =>
-        [...`<td>${row[1]!}`.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((cell) =>
+      return [...table.matchAll(/<tr>\s*(<td[\s\S]*?)<\/tr>/g)].map((row) =>
+        [...row[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) =>
           cell[1]!
             .replace(/<br \/>/g, ' ')
             .replace(/<[^>]+>/g, '')
@@ -717,17 +717,16 @@ describe('admin console', () => {
           await new Promise((resolve) => setTimeout(resolve, 50));
           body = (await client.get('/console/webhooks')).body;
         }
-        const rowOf = (description: string) =>
-          /<tr>([\s\S]*?)<\/tr>/g
-            .exec(body.slice(body.indexOf(description) - 400))![1]!
-            .replace(/<[^>]+>/g, ' ')
-            .replace(/\s+/g, ' ');
+        const rows = [...body.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((row) =>
+          row[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' '),
+        );
+        const rowOf = (description: string) => rows.find((row) => row.includes(description))!;
         const dead = rowOf('dead receiver');
         assert.match(dead, /failing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
         assert.doesNotMatch(dead, /HTTP 2\d\d/);
         // At least the application.created it could not deliver (its own webhook.created too,
         // unless it moved past it before that).
-        assert.match(dead, / [12] events? $/);
+        assert.match(dead, / [1-9]\d* events? $/);
         const live = rowOf('live receiver');
         assert.match(live, /delivering/);
         assert.match(live, /HTTP 204/);

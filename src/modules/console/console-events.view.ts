@@ -123,7 +123,7 @@ export function eventRows(viewer: Viewer, events: readonly EventRecord[], names:
   return html`${events.map(
     (event) =>
       html`<tr>
-        <td>
+        <td class="when">
           <a href="/console/events/${event.id}">${formatTime(event.occurredAt)}</a>
         </td>
         <td><span class="chip">${event.type}</span></td>
@@ -334,7 +334,7 @@ export function eventPage(viewer: Viewer, event: EventRecord, names: ActorNames)
           event.changes === null || event.changes.length === 0
             ? html`<p class="empty">This event records no changed member.</p>`
             : tableBox(
-                'Changes',
+                'Changed members',
                 html`<table id="changes">
                   <caption class="visually-hidden">
                     Each changed member, before and after
