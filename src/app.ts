@@ -56,6 +56,7 @@ import { registerScimGroupRoutes } from './modules/scim/scim-groups.routes.js';
 import { SCIM_PREFIX, prepareScimScope } from './modules/scim/scim.http.js';
 import { registerScimRoutes } from './modules/scim/scim.routes.js';
 import { registerUserRoutes } from './modules/users/users.routes.js';
+import { registerImportRoutes } from './modules/imports/imports.routes.js';
 import { registerWebhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { type ProblemError, problem } from './problems.js';
 import type { Services } from './services.js';
@@ -276,6 +277,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       tags: [
         { name: 'applications', description: 'Client systems registered with Tessera' },
         { name: 'users', description: "An application's users" },
+        { name: 'imports', description: 'Users in and out in bulk: import jobs and exports' },
         { name: 'api-keys', description: 'Keys that authorise calls to this API' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'tokens', description: 'Access tokens, their keys, and token exchange' },
@@ -389,6 +391,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       await registerRateLimit(scope, rateLimit);
       registerApplicationRoutes(scope, { applications: services.applications, cursors });
       registerUserRoutes(scope, { users: services.users, cursors });
+      // A scope of their own: their bodies are streams, not the JSON of every other route.
+      await scope.register(async function importRoutes(imports) {
+        registerImportRoutes(imports, {
+          imports: services.imports,
+          users: services.users,
+          cursors,
+          clock: services.consoleSessions.clock,
+        });
+      });
       registerApiKeyRoutes(scope, { apiKeys: services.apiKeys, cursors });
       registerTokenRoutes(scope, services);
       registerSigningKeyRoutes(scope, services);

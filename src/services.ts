@@ -12,6 +12,7 @@ import { AuthzenService } from './modules/authzen/authzen.service.js';
 import { type ConsoleSessionLimits, ConsoleSessions } from './modules/console/console.service.js';
 import { ConsoleOidc, type ConsoleOidcSettings } from './modules/console/console-oidc.service.js';
 import { EventsService } from './modules/events/events.service.js';
+import { ImportsService } from './modules/imports/imports.service.js';
 import { ScimGroupsService } from './modules/scim/scim-groups.service.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { AccessTokens } from './modules/tokens/access-tokens.service.js';
@@ -35,6 +36,8 @@ export interface Services {
   authenticator: ApiKeyAuthenticator;
   applications: ApplicationsService;
   users: UsersService;
+  /** Bulk imports of users, as jobs. */
+  imports: ImportsService;
   /** Authorization decisions (AuthZEN): who may take which action, from current records. */
   authzen: AuthzenService;
   apiKeys: ApiKeysService;
@@ -144,6 +147,12 @@ export function createServices(deps: {
     authenticator,
     applications,
     users,
+    imports: new ImportsService({
+      store,
+      clock,
+      users,
+      onJobError: (jobId, error) => log.error({ err: error, import_id: jobId }, 'an import failed'),
+    }),
     authzen: new AuthzenService({ store }),
     apiKeys: new ApiKeysService({ store, clock, authenticator }),
     signingKeys,

@@ -577,7 +577,7 @@ describe('tessera errors name the valid choices', () => {
     assert.equal(top.code, 2);
     assert.equal(
       top.stderr,
-      'tessera: unknown command "frobnicate"; choose serve, migrate, backup, restore, keys, signing-keys, secret-key, events, cluster-settings (see tessera --help)\n',
+      'tessera: unknown command "frobnicate"; choose serve, migrate, backup, restore, keys, signing-keys, secret-key, events, users, cluster-settings (see tessera --help)\n',
     );
     const sub = await runCli(null, ['signing-keys', 'remove']);
     assert.equal(sub.code, 2);

@@ -168,6 +168,10 @@ const SCENARIO = [
   'getUser',
   'replaceUser',
   'patchUser',
+  'importUsers',
+  'getImport',
+  'listImportErrors',
+  'exportUsers',
   'issueUserToken',
   'getAuthzenConfiguration',
   'evaluateAccess',
@@ -220,6 +224,9 @@ const SCENARIO = [
 
 /** Operations whose examples cannot succeed anywhere, and why. */
 const NEEDS_MORE_THAN_EXAMPLES: Record<string, string> = {
+  cancelImport:
+    'needs an import job still running (the example one has finished by then); ' +
+    'test/imports-cancel.test.ts cancels one mid-file',
   exchangeToken:
     'needs an ID token freshly signed by a provider the application trusts; ' +
     'test/token-exchange.test.ts runs it against a real OpenID provider',
@@ -237,6 +244,7 @@ function serverMadeId(
   if (parameter === 'id' && /Webhook(?:Secret|Deliveries)?$/.test(operationId)) {
     return made.get('webhook');
   }
+  if (parameter === 'id' && /Imports?(Errors)?$/.test(operationId)) return made.get('import');
   if (parameter === 'kid') return made.get('signingKey');
   return undefined;
 }
@@ -303,6 +311,7 @@ describe('"Try it out" with the examples of the document', () => {
       const json = /json/.test(String(response.headers['content-type']));
       const body = json ? response.json() : null;
       if (operationId === 'createApiKey') made.set('apiKey', body.id);
+      if (operationId === 'importUsers') made.set('import', body.id);
       if (operationId === 'createScimUser') made.set('scimUser', body.id);
       if (operationId === 'createWebhook') made.set('webhook', body.id);
       if (operationId === 'createScimGroup') made.set('scimGroup', body.id);

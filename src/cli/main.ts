@@ -20,6 +20,7 @@ import { registerKeysCommands } from './keys.command.js';
 import { registerMigrateCommands } from './migrate.command.js';
 import { registerSecretKeyCommands } from './secret-key.command.js';
 import { registerSigningKeysCommands } from './signing-keys.command.js';
+import { registerUsersCommands } from './users.command.js';
 
 export type { CliIo } from './context.js';
 
@@ -32,6 +33,7 @@ const COMMANDS: ((program: Command, cli: CliContext) => void)[] = [
   registerSigningKeysCommands,
   registerSecretKeyCommands,
   registerEventsCommands,
+  registerUsersCommands,
   registerClusterSettingsCommands,
 ];
 

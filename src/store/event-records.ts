@@ -6,10 +6,11 @@ import type { PageQuery } from './page-query.js';
 
 /**
  * Who made a change: an API key (by id), a SCIM client (its key id), the CLI, an operator
- * signed in to the console through the OpenID provider (by their subject there), …
+ * signed in to the console through the OpenID provider (by their subject there), an import
+ * (its job id), …
  */
 export interface EventActor {
-  type: 'api_key' | 'operator' | 'token_exchange' | 'scim' | 'cli' | 'system';
+  type: 'api_key' | 'operator' | 'token_exchange' | 'scim' | 'cli' | 'system' | 'import';
   id: string | null;
 }
 

@@ -8,6 +8,7 @@ import { describeApplicationsContract } from './contract/applications.js';
 import { describeEventsContract } from './contract/events.js';
 import { describeConsoleSessionsContract } from './contract/console-sessions.js';
 import type { ContractContext } from './contract/fixtures.js';
+import { describeImportsContract } from './contract/imports.js';
 import { describeLifecycleContract } from './contract/lifecycle.js';
 import { describeLimitCountersContract } from './contract/limit-counters.js';
 import { describeSettingsContract } from './contract/settings.js';
@@ -37,6 +38,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeUsersContract(ctx);
     describeUserQueriesContract(ctx);
     describeUserDecisionsContract(ctx);
+    describeImportsContract(ctx);
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);
     describeLimitCountersContract(ctx);

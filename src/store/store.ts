@@ -13,11 +13,19 @@
 // changes what it was asked to: a write that fails or finds a version moved on records none.
 
 import type { EventRepository, NewEvent } from './event-records.js';
+import type {
+  ImportCounts,
+  ImportErrorPosition,
+  ImportErrorRecord,
+  ImportJobRecord,
+  ImportStatus,
+} from './import-records.js';
 import type { PageQuery } from './page-query.js';
 import type { UserPredicate } from './user-predicate.js';
 import type { WebhookRepository } from './webhook-records.js';
 
 export type * from './event-records.js';
+export type * from './import-records.js';
 export type * from './page-query.js';
 export type * from './webhook-records.js';
 
@@ -249,6 +257,13 @@ export interface UserRepository {
   listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
   /** How many users match the filter. */
   countUsers(filter: UserFilter): Promise<number>;
+  /**
+   * Every user matching the filter, in listUsers' order, in pages of up to `pageSize`, all read
+   * from one consistent snapshot (a user written meanwhile is in it as it was when the
+   * iteration started, or not at all); memory stays one page whatever the number of users.
+   * The snapshot is released when the iteration ends, or is left early (return()).
+   */
+  exportUsers(filter: UserFilter, pageSize: number): AsyncIterableIterator<UserRecord[]>;
   /** The user with this id in the application, or undefined. */
   findUserById(clientId: string, id: string): Promise<UserRecord | undefined>;
   /** Users of `ids` in the application, in no particular order; unknown ids are left out. */
@@ -396,6 +411,55 @@ export interface GroupRepository {
     members: readonly UserChange[],
     events: readonly NewEvent[],
   ): Promise<boolean>;
+}
+
+/** One batch of an import, recorded in one transaction. */
+export interface ImportBatch {
+  /** The job's counts after this batch (totals, not increments). */
+  counts: ImportCounts;
+  /** The batch's error lines, stored with it. */
+  errors: readonly ImportErrorRecord[];
+  /** New users. */
+  inserts: readonly UserRecord[];
+  /** Changed users, each written only if its version is still the expected one. */
+  changes: readonly UserChange[];
+  /** When the batch was recorded (the job's updatedAt). */
+  recordedAt: number;
+}
+
+export interface ImportJobRepository {
+  /** Inserts a job. DuplicateError when its id exists; MissingParentError without its application. */
+  insertImportJob(job: ImportJobRecord): Promise<void>;
+  /** The job, or undefined. */
+  findImportJob(id: string): Promise<ImportJobRecord | undefined>;
+  /**
+   * In one transaction: the batch's new users and changed users with their events, its error
+   * lines, and the job's counts. Only while the job is running and every changed user's version
+   * is still the expected one: false otherwise, and nothing is written. DuplicateError or
+   * MissingParentError as insertUsers, and then nothing is written either.
+   */
+  recordImportBatch(
+    jobId: string,
+    batch: ImportBatch,
+    events: readonly NewEvent[],
+  ): Promise<boolean>;
+  /**
+   * Ends a running job with `status` (and, for a failure, why); false when it is not running
+   * any more (finished, cancelled) or does not exist.
+   */
+  finishImportJob(
+    id: string,
+    status: Exclude<ImportStatus, 'running'>,
+    finishedAt: number,
+    failure: string | null,
+  ): Promise<boolean>;
+  /** Records that a running job still runs (its updatedAt), when no batch did lately. */
+  touchImportJob(id: string, at: number): Promise<void>;
+  /** The job's error lines in (line, index) order, after the given position. */
+  listImportErrors(
+    jobId: string,
+    page: PageQuery<ImportErrorPosition>,
+  ): Promise<(ImportErrorRecord & ImportErrorPosition)[]>;
 }
 
 /** A counter of a fixed window, as it stands after a change. */
@@ -591,6 +655,8 @@ export interface Store {
   /** Webhooks, their delivery state and log (webhook-records.ts). */
   readonly webhooks: WebhookRepository;
   readonly consoleSessions: ConsoleSessionRepository;
+  /** Bulk import jobs, their error lines, and the batches they write (import-records.ts). */
+  readonly imports: ImportJobRepository;
   /** Which backend this is, for logs and health output. */
   readonly kind: 'sqlite' | 'postgres';
   /** Resolves when the database answers a trivial query; StoreUnavailableError otherwise. */

@@ -32,6 +32,9 @@ export type WebhookPatch = Writable<Schemas['WebhookPatch']>;
 export type WebhookWithSecret = Readable<Schemas['WebhookWithSecret']>;
 export type WebhookDelivery = Readable<Schemas['WebhookDelivery']>;
 export type WebhookReplayResult = Readable<Schemas['WebhookReplayResult']>;
+export type ImportJob = Readable<Schemas['ImportJob']>;
+export type ImportError = Readable<Schemas['ImportError']>;
+export type ExportedUser = Readable<Schemas['ExportedUser']>;
 export type ExternalTokenValidationReport = Readable<Schemas['ExternalTokenValidationReport']>;
 export type Page<T> = { items: T[]; next_cursor: string | null; total?: number };
 /** An application's `authorization`: who may take which action (null: none, roles name actions). */
@@ -59,6 +62,21 @@ export type ListWebhookDeliveriesQuery = Omit<QueryOf<'listWebhookDeliveries'>, 
 export type ListEventsQuery = Omit<QueryOf<'listEvents'>, 'after' | 'wait'>;
 /** One read of the feed: the filters, where to start (`after`) and how long to wait (`wait`). */
 export type PollEventsQuery = QueryOf<'listEvents'>;
+
+/** The users an export takes: the list's filters. */
+export type ExportUsersQuery = QueryOf<'exportUsers'>;
+
+/** How an import reads its body (see the API reference of importUsers). */
+export interface ImportOptions {
+  format?: 'tessera' | 'auth0' | 'keycloak';
+  dryRun?: boolean;
+  onConflict?: 'update' | 'skip' | 'fail';
+  /** Source provider names to Tessera labels, over the defaults. */
+  providerMap?: Record<string, string>;
+  keycloakClient?: string;
+  /** `application/x-ndjson` (default), or `application/json` for a Keycloak realm export. */
+  contentType?: string;
+}
 
 /** How `events.follow` reads the feed. */
 export interface FollowOptions {
@@ -378,9 +396,94 @@ export function createTessera(options: TesseraOptions) {
           }),
         );
       },
+      /**
+       * Starts an import job of `body` (NDJSON text, bytes or a stream of them) and resolves with
+       * the job as started; follow it with `imports.wait(job.id)`.
+       */
+      import: (
+        clientId: string,
+        body: string | Uint8Array | Blob | ReadableStream<Uint8Array>,
+        options: ImportOptions = {},
+      ): Promise<ImportJob> =>
+        unwrap(
+          http.POST('/iam/api/v1/applications/{client_id}/users/import', {
+            params: {
+              path: { client_id: clientId },
+              query: {
+                ...(options.format === undefined ? {} : { format: options.format }),
+                ...(options.dryRun === undefined ? {} : { dry_run: options.dryRun }),
+                ...(options.onConflict === undefined ? {} : { on_conflict: options.onConflict }),
+                ...(options.providerMap === undefined
+                  ? {}
+                  : {
+                      provider_map: Object.entries(options.providerMap)
+                        .map(([name, label]) => `${name}:${label}`)
+                        .join(','),
+                    }),
+                ...(options.keycloakClient === undefined
+                  ? {}
+                  : { keycloak_client: options.keycloakClient }),
+              },
+            },
+            body: body as never,
+            bodySerializer: (raw: unknown) => raw,
+            headers: { 'content-type': options.contentType ?? 'application/x-ndjson' },
+            // A stream body needs half duplex (fetch's rule for streamed requests).
+            ...(typeof ReadableStream !== 'undefined' && body instanceof ReadableStream
+              ? { duplex: 'half' }
+              : {}),
+          } as never),
+        ) as Promise<ImportJob>,
+      /** Every user matching the filters, streamed line by line from one snapshot. */
+      export: (clientId: string, query: ExportUsersQuery = {}): AsyncIterable<ExportedUser> => ({
+        async *[Symbol.asyncIterator]() {
+          const { data, error, response } = await http.GET(
+            '/iam/api/v1/applications/{client_id}/users/export',
+            { params: { path: { client_id: clientId }, query }, parseAs: 'stream' },
+          );
+          if (!response.ok || data === null || data === undefined) {
+            throw new TesseraError(problemOf(error, response), response);
+          }
+          const decoder = new TextDecoder();
+          let rest = '';
+          for await (const chunk of data as unknown as AsyncIterable<Uint8Array>) {
+            rest += decoder.decode(chunk, { stream: true });
+            const lines = rest.split('\n');
+            rest = lines.pop() ?? '';
+            for (const line of lines) if (line !== '') yield JSON.parse(line) as ExportedUser;
+          }
+          rest += decoder.decode();
+          if (rest.trim() !== '') yield JSON.parse(rest) as ExportedUser;
+        },
+      }),
       /** An access token for the user, for a back end that authenticated the user itself. */
       issueToken: (clientId: string, provider: string, identifier: string) =>
         unwrap(http.POST(`${USER}/tokens`, { params: userPath(clientId, provider, identifier) })),
+    },
+    imports: {
+      get: (id: string) =>
+        unwrap(http.GET('/iam/api/v1/imports/{id}', { params: { path: { id } } })),
+      /** The job's error lines, in line order, across pages. */
+      errors: (id: string): Paginated<ImportError> =>
+        paginate((cursor) =>
+          unwrap(
+            http.GET('/iam/api/v1/imports/{id}/errors', {
+              params: { path: { id }, query: cursor === undefined ? {} : { cursor } },
+            }),
+          ),
+        ),
+      cancel: (id: string) =>
+        unwrap(http.DELETE('/iam/api/v1/imports/{id}', { params: { path: { id } } })),
+      /** Polls the job until it is no longer running, and resolves with it. */
+      wait: async (id: string, intervalMs = 500): Promise<ImportJob> => {
+        for (;;) {
+          const job = await unwrap(
+            http.GET('/iam/api/v1/imports/{id}', { params: { path: { id } } }),
+          );
+          if (job.status !== 'running') return job;
+          await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        }
+      },
     },
     apiKeys: {
       create: (body: ApiKeyCreate) => unwrap(http.POST('/iam/api/v1/api-keys', { body })),

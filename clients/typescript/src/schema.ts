@@ -209,6 +209,84 @@ export interface paths {
         patch: operations["patchUser"];
         trace?: never;
     };
+    "/iam/api/v1/applications/{client_id}/users/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import users in bulk (a job)
+         * @description The body is NDJSON (`application/x-ndjson`), one user a line in the chosen format, or for `format=keycloak` also a realm export document (`application/json`). It is read as it streams in; once it is all received the job is created and answered `202` with its `Location`, and runs on its own (the client may go away). Each bad line is an error line of the job, never a stop.
+         */
+        post: operations["importUsers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/iam/api/v1/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an import job: status, counts, rate */
+        get: operations["getImport"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a running import job
+         * @description The job stops at its next line; what it wrote stays written (importing the same file again finishes it). `409` when the job has finished already.
+         */
+        delete: operations["cancelImport"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/iam/api/v1/imports/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List an import job's error lines, in line order */
+        get: operations["listImportErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/iam/api/v1/applications/{client_id}/users/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export an application's users as NDJSON
+         * @description Every user matching the filters (those of the list), one `ExportedUser` a line, in list order, all from one consistent snapshot, streamed. Import the file with `format=tessera` to move the users to another instance, ids included.
+         */
+        get: operations["exportUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/iam/api/v1/api-keys": {
         parameters: {
             query?: never;
@@ -1440,7 +1518,7 @@ export interface components {
             occurred_at: string;
             actor: {
                 /** @enum {string} */
-                type: "api_key" | "operator" | "token_exchange" | "scim" | "cli" | "system";
+                type: "api_key" | "operator" | "token_exchange" | "scim" | "cli" | "system" | "import";
                 /** @description The API key id (api_key, scim), or null. */
                 id: string | null;
             };
@@ -1464,6 +1542,47 @@ export interface components {
             items: components["schemas"]["Event"][];
             /** @description The id of the last event listed (or the `after` given, when none was): pass it as `after` to read on. */
             next_after: string | null;
+        };
+        /** @description One line of an export: a user resource with its SCIM externalId. */
+        ExportedUser: {
+            /**
+             * @description Read-only: the user's immutable id, kept when its identifier is renamed (SCIM).
+             * @example 5b2c5a4e-8f3d-4c1b-9a57-2f1e0d6c7b8a
+             */
+            id: $Read<string>;
+            /**
+             * @description The user's id at the provider; percent-encode it in paths.
+             * @example 108234823498234
+             * @example CN=Ada Lovelace,OU=R&D,O=Example
+             */
+            identifier: string;
+            /**
+             * @description Identity-provider label, `<idp>_<kind>`.
+             * @example google_oauth2
+             */
+            provider: string;
+            name: string;
+            avatar: string | null;
+            email: string;
+            locale: string;
+            roles: string[];
+            scopes: string[];
+            /** @description Inactive users are kept and listed but get no access tokens. Default true; a PUT that leaves it out keeps the stored value. */
+            active: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            created_at: $Read<string>;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            updated_at: $Read<string>;
+            /** @description SCIM's externalId, or null. */
+            external_id: string | null;
         };
         ExternalTokenValidationReport: {
             /** @description True when an exchange of this token would succeed now. */
@@ -1507,6 +1626,72 @@ export interface components {
         };
         HealthStatus: {
             status: string;
+        };
+        ImportError: {
+            /** @description The line (from 1; for a JSON document, the user in `users`). */
+            line: number;
+            /** @description JSON Pointer into the line; "" for the whole line. */
+            pointer: string;
+            detail: string;
+        };
+        ImportErrorPage: {
+            items: components["schemas"]["ImportError"][];
+            /** @description Pass as `cursor` for the next page. */
+            next_cursor: string | null;
+            /** @description With `include_total=true`. */
+            total?: number;
+        };
+        /** @description A bulk import of users, running or done. */
+        ImportJob: {
+            id: string;
+            client_id: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "cancelled";
+            /**
+             * @description `tessera`: lines of a Tessera export (or user resources); `auth0`: an Auth0 user export (NDJSON); `keycloak`: the users of a Keycloak realm export (a JSON document with `users`, or one user representation a line).
+             * @enum {string}
+             */
+            format: "tessera" | "auth0" | "keycloak";
+            dry_run: boolean;
+            /** @enum {string} */
+            on_conflict: "update" | "skip" | "fail";
+            counts: {
+                /** @description Lines (or users of a document) read so far. */
+                read: number;
+                created: number;
+                updated: number;
+                /** @description Lines equal to the stored user: nothing written. */
+                unchanged: number;
+                /** @description Lines of existing, differing users under on_conflict=skip. */
+                skipped: number;
+                /** @description Lines refused; each has its errors under /errors. */
+                invalid: number;
+            };
+            /** @description Lines read per second, start to end (or now). */
+            lines_per_second: number;
+            elapsed_seconds: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description When the job last recorded progress.
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC, millisecond precision
+             * @example 2026-11-21T09:30:00.000Z
+             */
+            finished_at: string | null;
+            /** @description Why a failed job failed. */
+            failure: string | null;
+            /** @description Path of the list of its error lines. */
+            errors: string;
         };
         InvalidParam: {
             /** @description JSON Pointer into the request body */
@@ -3735,6 +3920,587 @@ export interface operations {
             };
             /** @description Unsupported media type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    importUsers: {
+        parameters: {
+            query?: {
+                /** @description `tessera`: lines of a Tessera export (or user resources); `auth0`: an Auth0 user export (NDJSON); `keycloak`: the users of a Keycloak realm export (a JSON document with `users`, or one user representation a line). */
+                format?: "tessera" | "auth0" | "keycloak";
+                /** @description Check and count every line, write no user and no event. */
+                dry_run?: boolean;
+                /** @description What to do with a line whose user exists and differs: update it (default), skip it, or report the line as an error. A line equal to its stored user is `unchanged` whatever this says. */
+                on_conflict?: "update" | "skip" | "fail";
+                /**
+                 * @description Source provider names to Tessera provider labels, `name:label,…`, over the defaults (`google-oauth2:google_oauth2`, …; see docs/imports.md).
+                 * @example google-oauth2:google_oauth2,acme-saml:acme_saml
+                 */
+                provider_map?: string;
+                /**
+                 * @description Keycloak: the client whose `clientRoles` become roles (default: the application’s client_id).
+                 * @example billing-web
+                 */
+                keycloak_client?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description NDJSON (one user a line, here one of a Tessera export), or a Keycloak realm export document. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "provider": "google_oauth2",
+                 *       "identifier": "108234823498234",
+                 *       "name": "Ada Lovelace",
+                 *       "avatar": "https://example.com/avatars/ada.png",
+                 *       "email": "ada@example.com",
+                 *       "locale": "en-GB",
+                 *       "roles": [
+                 *         "admin"
+                 *       ],
+                 *       "scopes": [
+                 *         "org:acme"
+                 *       ],
+                 *       "active": true
+                 *     }
+                 */
+                "application/x-ndjson": unknown;
+                /**
+                 * @example {
+                 *       "provider": "google_oauth2",
+                 *       "identifier": "108234823498234",
+                 *       "name": "Ada Lovelace",
+                 *       "avatar": "https://example.com/avatars/ada.png",
+                 *       "email": "ada@example.com",
+                 *       "locale": "en-GB",
+                 *       "roles": [
+                 *         "admin"
+                 *       ],
+                 *       "scopes": [
+                 *         "org:acme"
+                 *       ],
+                 *       "active": true
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The job, started */
+            202: {
+                headers: {
+                    /** @description Path of the created resource. */
+                    location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job id, from the Location of the import.
+                 * @example 8d5f9a0e-3c1b-4f7a-9e2d-6b4c1a0f7e55
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job id, from the Location of the import.
+                 * @example 8d5f9a0e-3c1b-4f7a-9e2d-6b4c1a0f7e55
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listImportErrors: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size, 1–1000.
+                 * @example 50
+                 */
+                limit?: number;
+                /** @description Opaque; `next_cursor` of the previous page. */
+                cursor?: string;
+                /**
+                 * @description Also count every matching item.
+                 * @example true
+                 */
+                include_total?: boolean;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The job id, from the Location of the import.
+                 * @example 8d5f9a0e-3c1b-4f7a-9e2d-6b4c1a0f7e55
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of error lines */
+            200: {
+                headers: {
+                    /** @description `<…>; rel="next"` when there is a next page. */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportErrorPage"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    /** @description Requests allowed per window. */
+                    "ratelimit-limit"?: string;
+                    /** @description Requests left in this window. */
+                    "ratelimit-remaining"?: string;
+                    /** @description Seconds until the window resets. */
+                    "ratelimit-reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportUsers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Identity-provider label, `<idp>_<kind>`.
+                 * @example google_oauth2
+                 */
+                provider?: string;
+                /**
+                 * @description Exact, case-insensitive.
+                 * @example ada@example.com
+                 */
+                email?: string;
+                /** @example admin */
+                role?: string;
+                /** @example org:acme */
+                scope?: string;
+                /**
+                 * @description Only active (true) or inactive users.
+                 * @example true
+                 */
+                active?: boolean;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Unique, case-sensitive application id; URL-safe.
+                 * @example billing-web
+                 */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NDJSON: one user a line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ExportedUser"];
+                };
+            };
+            /** @description The request is not valid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Authentication required */
+            401: {
+                headers: {
+                    /** @description `apikey` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -63,6 +63,9 @@ export function actorLabel(event: EventRecord, names: ActorNames): string {
       return 'token exchange (first sign-in)';
     case 'system':
       return 'Tessera';
+    case 'import':
+      // The job's id: GET /imports/<id> tells which import it was.
+      return id === null ? 'an import' : `import ${id}`;
   }
 }
 

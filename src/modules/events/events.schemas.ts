@@ -18,6 +18,7 @@ export const ACTOR_TYPES = [
   'scim',
   'cli',
   'system',
+  'import',
 ] as const;
 export const RESOURCE_TYPES = [
   'application',

@@ -169,6 +169,7 @@ function toFieldError(error: { pointer?: string; detail: string }): FieldError {
  * not qualify (the token exchange's claims, SCIM's e-mail taken from userName).
  */
 export const isValidUserField = {
+  provider: compileValueCheck(Provider),
   identifier: compileValueCheck(Identifier),
   name: compileValueCheck(UserName),
   email: compileValueCheck(Email),

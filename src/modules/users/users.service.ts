@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
-import { DomainError, domainError, invalidFields, valueOrThrow } from '../../domain-error.js';
+import {
+  DomainError,
+  type FieldError,
+  domainError,
+  invalidFields,
+  valueOrThrow,
+} from '../../domain-error.js';
 import {
   KeyedQueue,
   type VersionCondition,
@@ -10,7 +16,9 @@ import {
 } from '../conditional-writes.js';
 import { DuplicateError, MissingParentError, USER_NAME_INDEX } from '../../store/errors.js';
 import type {
+  NewEvent,
   Store,
+  UserChange,
   UserFilter,
   UserIdentity,
   UserPosition,
@@ -48,6 +56,28 @@ export interface UserPatch {
   roles?: string[];
   scopes?: string[];
   active?: boolean | null;
+}
+
+/** A user a line of an import names, checked by checkUser, with what the line says of it. */
+export interface ImportedUser {
+  fields: UserFields;
+  /** The id to keep (a Tessera export's), or null. */
+  id: string | null;
+  /** Whether the line says `active` / `external_id`: an update leaves out what it does not say. */
+  sets: { active: boolean; externalId: boolean };
+}
+
+/** What an import does with one user, in the order the users were given. */
+export type ImportOutcome =
+  | { kind: 'created' | 'updated' | 'unchanged' | 'skipped' }
+  | { kind: 'invalid'; errors: FieldError[] };
+
+/** The writes of a batch of an import, planned against the stored users; nothing written yet. */
+export interface ImportPlan {
+  outcomes: ImportOutcome[];
+  inserts: UserRecord[];
+  changes: UserChange[];
+  events: NewEvent[];
 }
 
 /** The profile a first login registers a user with (from the outside token's claims). */
@@ -285,10 +315,127 @@ export class UsersService {
     return user;
   }
 
+  /**
+   * Plans a batch of an import against the stored users, in one read: a user not stored is
+   * created (keeping the id it comes with); a stored one that differs is updated, skipped or
+   * refused as `onConflict` says; one that does not differ is unchanged, whatever the policy (an
+   * import run twice changes nothing the second time). A given id must be the stored user's, or
+   * no user's. The users are expected distinct by identity. `not_found` without the application.
+   */
+  async planImport(
+    clientId: string,
+    users: readonly ImportedUser[],
+    onConflict: 'update' | 'skip' | 'fail',
+    origin: ChangeOrigin,
+  ): Promise<ImportPlan> {
+    const found = await this.deps.store.users.findApplicationWithUsers(clientId, {
+      ids: users.flatMap((user) => (user.id === null ? [] : [user.id])),
+      identities: users.map((user) => user.fields),
+    });
+    if (found === undefined) throw applicationNotFound(clientId);
+    const byIdentity = new Map(found.users.map((user) => [identityKey(user), user]));
+    const byId = new Map(found.users.map((user) => [user.id, user]));
+    const now = this.deps.clock.now();
+    const plan: ImportPlan = { outcomes: [], inserts: [], changes: [], events: [] };
+    for (const user of users) {
+      const stored = byIdentity.get(identityKey(user.fields));
+      const holder = user.id === null ? undefined : byId.get(user.id);
+      if (stored !== undefined && user.id !== null && stored.id !== user.id) {
+        plan.outcomes.push(
+          invalidImport(
+            '/id',
+            `the user with this provider and identifier has the id "${stored.id}"`,
+          ),
+        );
+        continue;
+      }
+      if (stored === undefined && holder !== undefined) {
+        plan.outcomes.push(
+          invalidImport(
+            '/id',
+            'is the id of another user of the application (another provider or identifier)',
+          ),
+        );
+        continue;
+      }
+      if (stored === undefined) {
+        const created: UserRecord = {
+          clientId,
+          ...user.fields,
+          id: user.id ?? randomUUID(),
+          createdAt: now,
+          updatedAt: now,
+          etag: newVersion(),
+        };
+        plan.inserts.push(created);
+        plan.events.push(...userEvents(origin, now, null, created));
+        plan.outcomes.push({ kind: 'created' });
+        continue;
+      }
+      let next: UserRecord | null;
+      try {
+        next = this.changedUser(stored, {
+          identifier: user.fields.identifier,
+          name: user.fields.name,
+          avatar: user.fields.avatar,
+          email: user.fields.email,
+          locale: user.fields.locale,
+          roles: user.fields.roles,
+          scopes: user.fields.scopes,
+          ...(user.sets.active ? { active: user.fields.active } : {}),
+          ...(user.sets.externalId ? { externalId: user.fields.externalId } : {}),
+        });
+      } catch (error) {
+        if (error instanceof DomainError && error.code === 'invalid') {
+          plan.outcomes.push({ kind: 'invalid', errors: [...error.fields] });
+          continue;
+        }
+        throw error;
+      }
+      if (next === null) {
+        plan.outcomes.push({ kind: 'unchanged' });
+      } else if (onConflict === 'skip') {
+        plan.outcomes.push({ kind: 'skipped' });
+      } else if (onConflict === 'fail') {
+        plan.outcomes.push(
+          invalidImport(
+            '/identifier',
+            'a different user with this provider and identifier exists (on_conflict=fail)',
+          ),
+        );
+      } else {
+        plan.changes.push({ next, expectedEtag: stored.etag });
+        plan.events.push(...userEvents(origin, next.updatedAt, stored, next));
+        plan.outcomes.push({ kind: 'updated' });
+      }
+    }
+    return plan;
+  }
+
+  /**
+   * Every user matching the filter, in list order, in pages, from one snapshot (see
+   * UserRepository.exportUsers); `not_found` without the application, before the first page.
+   */
+  async exportUsers(
+    filter: UserFilter,
+    pageSize: number,
+  ): Promise<AsyncIterableIterator<UserRecord[]>> {
+    await this.assertApplicationExists(filter.clientId);
+    return this.deps.store.users.exportUsers(filter, pageSize);
+  }
+
   private async assertApplicationExists(clientId: string): Promise<void> {
     const application = await this.deps.store.applications.findApplication(clientId);
     if (application === undefined) throw applicationNotFound(clientId);
   }
+}
+
+function identityKey(user: { provider: string; identifier: string }): string {
+  return `${user.provider}\u001f${user.identifier}`;
+}
+
+function invalidImport(path: string, detail: string): ImportOutcome {
+  return { kind: 'invalid', errors: [{ path, detail }] };
 }
 
 function writeKey(user: UserRecord): string {

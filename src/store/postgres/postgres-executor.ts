@@ -18,6 +18,7 @@ import { ConditionFailedError } from '../errors.js';
 import { migrateToLatest, readAppliedMigrations, schemaStatusOf } from '../sql/migrate.js';
 import { EVENT_COLUMNS, type EventRow } from '../sql/rows.js';
 import {
+  type SnapshotReader,
   type SqlExecutor,
   type SqlFlavor,
   type WriteOptions,
@@ -45,6 +46,8 @@ const postgresFlavor: SqlFlavor = {
   asciiLower: (text) => sql<string>`lower((${text}) collate "C")`,
 };
 
+/** How long an export's snapshot may wait for its reader between two pages. */
+const SNAPSHOT_IDLE_MS = 10 * 60_000;
 /** How often a transaction that hit a serialization failure or deadlock is run again. */
 const TRANSACTION_ATTEMPTS = 8;
 /** How long a migrating process waits for another one to finish migrating. */
@@ -178,6 +181,40 @@ export class PostgresExecutor implements SqlExecutor {
    */
   sequenceEvents(): Promise<void> {
     return this.#sequencer.settle();
+  }
+
+  /**
+   * A REPEATABLE READ, READ ONLY transaction on a pooled connection kept for the reader: every
+   * query sees the snapshot its first one took. A reader may pause between pages as long as its
+   * consumer does (a slow download), so this transaction may sit idle for up to
+   * SNAPSHOT_IDLE_MS instead of the pool's 10 s.
+   */
+  async openSnapshot(): Promise<SnapshotReader> {
+    const client = await this.#track(() => this.#pool.connect());
+    try {
+      await client.query('begin isolation level repeatable read read only');
+      await client.query(`set local idle_in_transaction_session_timeout = ${SNAPSHOT_IDLE_MS}`);
+      // The snapshot is taken by the first query that reads.
+      await client.query('select 1');
+    } catch (error) {
+      client.release(error as Error);
+      throw translatePostgresError(error);
+    }
+    let released = false;
+    return {
+      select: <Row>(query: CompiledQuery<Row>) =>
+        this.#track(async () => (await this.#prepared(client, query)).rows as Row[]),
+      close: async () => {
+        if (released) return;
+        released = true;
+        try {
+          await client.query('commit');
+          client.release();
+        } catch (error) {
+          client.release(error as Error);
+        }
+      },
+    };
   }
 
   /** LISTEN/NOTIFY on one connection of this process's own (PostgresEventNotifier). */

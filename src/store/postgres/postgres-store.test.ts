@@ -63,6 +63,8 @@ describe('PostgreSQL store', { skip }, () => {
           'event_sequence',
           'events',
           'events_pending',
+          'import_errors',
+          'import_jobs',
           'kysely_migration',
           'kysely_migration_lock',
           'limit_counters',

@@ -459,6 +459,53 @@ export function sqlMigrations(types: DialectTypes): Record<string, Migration> {
         await db.schema.alterTable('users').addColumn('labels', 'text').execute();
       },
     },
+    '0019_import_jobs': {
+      async up(db: Kysely<unknown>) {
+        // Bulk imports: one row per job, its counts moved on in each batch's own transaction
+        // (so they always agree with the users written), and its error lines. A job goes with
+        // its application.
+        await finish(
+          db.schema
+            .createTable('import_jobs')
+            .addColumn('id', key, (c) => c.primaryKey().notNull())
+            .addColumn('application', key, (c) =>
+              c.notNull().references('applications.client_id').onDelete('cascade'),
+            )
+            .addColumn('format', 'text', (c) => c.notNull())
+            .addColumn('dry_run', 'integer', (c) => c.notNull())
+            .addColumn('on_conflict', 'text', (c) => c.notNull())
+            .addColumn('status', 'text', (c) => c.notNull())
+            .addColumn('lines_read', 'integer', (c) => c.notNull())
+            .addColumn('created_count', 'integer', (c) => c.notNull())
+            .addColumn('updated_count', 'integer', (c) => c.notNull())
+            .addColumn('unchanged_count', 'integer', (c) => c.notNull())
+            .addColumn('skipped_count', 'integer', (c) => c.notNull())
+            .addColumn('invalid_count', 'integer', (c) => c.notNull())
+            .addColumn('failure', 'text')
+            .addColumn('started_by', 'text')
+            .addColumn('created_at', time, (c) => c.notNull())
+            .addColumn('updated_at', time, (c) => c.notNull())
+            .addColumn('finished_at', time),
+        ).execute();
+        await db.schema
+          .createIndex('import_jobs_application')
+          .on('import_jobs')
+          .column('application')
+          .execute();
+        await finish(
+          db.schema
+            .createTable('import_errors')
+            .addColumn('job_id', key, (c) =>
+              c.notNull().references('import_jobs.id').onDelete('cascade'),
+            )
+            .addColumn('line', 'integer', (c) => c.notNull())
+            .addColumn('position', 'integer', (c) => c.notNull())
+            .addColumn('pointer', 'text', (c) => c.notNull())
+            .addColumn('detail', 'text', (c) => c.notNull())
+            .addPrimaryKeyConstraint('import_errors_pkey', ['job_id', 'line', 'position']),
+        ).execute();
+      },
+    },
   };
 }
 

@@ -63,6 +63,12 @@ export interface SqlExecutor {
    * event readers call it first, so a write's events are readable once it is acknowledged.
    */
   sequenceEvents?(): Promise<void>;
+  /**
+   * A read-only view of the database as it is now, for reads that must agree with each other
+   * however long they take (an export): every select through it sees the same snapshot, and
+   * writes go on meanwhile. close() releases it; call it whatever happens.
+   */
+  openSnapshot(): Promise<SnapshotReader>;
   /** See EventRepository.watchEvents. */
   watchEvents(onCommitted: () => void): () => void;
   /** Resolves when the database answers; StoreUnavailableError otherwise. */
@@ -77,6 +83,13 @@ export interface SqlExecutor {
   poolStats?(): PoolStats;
   /** See Store.observe. */
   observe?(observer: StoreObserver): void;
+}
+
+export interface SnapshotReader {
+  /** Runs a read-only query on the snapshot. */
+  select<Row>(query: CompiledQuery<Row>): Promise<Row[]>;
+  /** Ends the snapshot and gives its connection back. Safe to call twice. */
+  close(): Promise<void>;
 }
 
 export interface SqlFlavor {

@@ -5,6 +5,7 @@ import { SqlApplicationRepository } from './sql-applications.js';
 import { SqlEventRepository } from './sql-events.js';
 import { SqlConsoleSessionRepository } from './sql-console-sessions.js';
 import { SqlGroupRepository } from './sql-groups.js';
+import { SqlImportRepository } from './sql-imports.js';
 import { SqlSettingRepository } from './sql-settings.js';
 import { SqlLimitCounterRepository } from './sql-limit-counters.js';
 import { SqlSigningKeyRepository } from './sql-signing-keys.js';
@@ -25,6 +26,7 @@ export class SqlStore implements Store {
   readonly storedSecrets: SqlStoredSecretRepository;
   readonly webhooks: SqlWebhookRepository;
   readonly consoleSessions: SqlConsoleSessionRepository;
+  readonly imports: SqlImportRepository;
   readonly kind: Store['kind'];
 
   constructor(private readonly sql: SqlExecutor) {
@@ -40,6 +42,7 @@ export class SqlStore implements Store {
     this.storedSecrets = new SqlStoredSecretRepository(sql);
     this.webhooks = new SqlWebhookRepository(sql);
     this.consoleSessions = new SqlConsoleSessionRepository(sql);
+    this.imports = new SqlImportRepository(sql, this.users);
   }
 
   ping(): Promise<void> {

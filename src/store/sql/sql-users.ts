@@ -176,6 +176,11 @@ export class SqlUserRepository implements UserRepository {
 
   async insertUsers(users: readonly UserRecord[], events: readonly NewEvent[]): Promise<void> {
     if (users.length === 0) return;
+    await this.sql.write(this.insertStatements(users), { events: events.map(toEventRow) });
+  }
+
+  /** The INSERTs of insertUsers (one per ROWS_PER_INSERT users), for writes that do more. */
+  insertStatements(users: readonly UserRecord[]): CompiledQuery[] {
     const statements = [];
     for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
       const rows = users.slice(start, start + ROWS_PER_INSERT).map(toUserRow);
@@ -206,7 +211,27 @@ export class SqlUserRepository implements UserRepository {
         this.#insertFullChunk(...rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]))),
       );
     }
-    await this.sql.write(statements, { events: events.map(toEventRow) });
+    return statements;
+  }
+
+  async *exportUsers(filter: UserFilter, pageSize: number): AsyncIterableIterator<UserRecord[]> {
+    const snapshot = await this.sql.openSnapshot();
+    try {
+      let after: UserPosition | null = null;
+      for (;;) {
+        const rows: UserRow[] = await snapshot.select(
+          this.#pageQuery(filter, { after, limit: pageSize }),
+        );
+        if (rows.length === 0) return;
+        const users: UserRecord[] = rows.map(toUserRecord);
+        const last: UserRecord = users[users.length - 1]!;
+        after = { provider: last.provider, identifier: last.identifier };
+        yield users;
+        if (rows.length < pageSize) return;
+      }
+    } finally {
+      await snapshot.close();
+    }
   }
 
   async findUser(identity: UserIdentity): Promise<UserRecord | undefined> {
@@ -380,7 +405,12 @@ export class SqlUserRepository implements UserRepository {
   }
 
   async listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
-    // One compiled query per combination of filters (and first or later page).
+    const rows = await this.sql.select(this.#pageQuery(filter, page));
+    return rows.map(toUserRecord);
+  }
+
+  /** A page of listUsers, compiled once per combination of filters (and first or later page). */
+  #pageQuery(filter: UserFilter, page: PageQuery<UserPosition>): CompiledQuery<UserRow> {
     const shape = `${filterShape(filter)}${page.after === null ? '' : 'after'}`;
     let query = this.#pages.get(shape);
     if (query === undefined) {
@@ -393,8 +423,7 @@ export class SqlUserRepository implements UserRepository {
       });
       this.#pages.set(shape, query);
     }
-    const rows = await this.sql.select(query(...filterArguments(filter, page.after, page.limit)));
-    return rows.map(toUserRecord);
+    return query(...filterArguments(filter, page.after, page.limit));
   }
 
   async countUsers(filter: UserFilter): Promise<number> {

@@ -180,7 +180,40 @@ export interface LimitCountersTable {
   resets_at: number | string;
 }
 
+/** A bulk import job (import-records.ts); its counts move on with each batch it writes. */
+export interface ImportJobsTable {
+  id: string;
+  application: string;
+  format: string;
+  /** 1 or 0. */
+  dry_run: number;
+  on_conflict: string;
+  status: string;
+  lines_read: number;
+  created_count: number;
+  updated_count: number;
+  unchanged_count: number;
+  skipped_count: number;
+  invalid_count: number;
+  failure: string | null;
+  started_by: string | null;
+  created_at: number | string;
+  updated_at: number | string;
+  finished_at: number | string | null;
+}
+
+/** One error of one line of an import; `position` orders a line's errors. */
+export interface ImportErrorsTable {
+  job_id: string;
+  line: number;
+  position: number;
+  pointer: string;
+  detail: string;
+}
+
 export interface Tables {
+  import_jobs: ImportJobsTable;
+  import_errors: ImportErrorsTable;
   events: EventsTable;
   event_sequence: EventSequenceTable;
   applications: ApplicationsTable;

@@ -1,6 +1,7 @@
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { type CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import {
+  type SnapshotReader,
   type SqlExecutor,
   type SqlFlavor,
   type WriteOptions,
@@ -125,6 +126,30 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   /**
+   * A read transaction on a connection of its own: in WAL mode it keeps seeing the database as
+   * it was when it began while this connection goes on writing, and holds back only the
+   * checkpoint past that point. An in-memory database has no file another connection could
+   * open: its snapshot is a copy (serialize), which costs what the database weighs, already in
+   * memory.
+   */
+  openSnapshot(): Promise<SnapshotReader> {
+    if (!this.#database.open) {
+      return Promise.reject(new StoreUnavailableError('the database is closed', 'all'));
+    }
+    try {
+      const reader = this.#database.memory
+        ? new Database(this.#database.serialize())
+        : new Database(this.#database.name, { readonly: true, fileMustExist: true });
+      reader.exec('BEGIN');
+      // The snapshot starts at the first read, not at BEGIN: read now.
+      reader.prepare('select count(*) from sqlite_schema').get();
+      return Promise.resolve(new SqliteSnapshot(reader));
+    } catch (error) {
+      return Promise.reject(translateSqliteError(error));
+    }
+  }
+
+  /**
    * In-process: this connection is the only writer of the service. Writes of other processes
    * on the same file (the CLI) are not heard of; watchers find them when they look.
    */
@@ -235,5 +260,33 @@ export class SqliteExecutor implements SqlExecutor {
       this.#statements.set(text, statement);
     }
     return statement;
+  }
+}
+
+/** A read transaction on its own connection (SqliteExecutor.openSnapshot). */
+class SqliteSnapshot implements SnapshotReader {
+  readonly #statements = new Map<string, Database.Statement>();
+
+  constructor(private readonly database: Database.Database) {}
+
+  select<Row>(query: CompiledQuery<Row>): Promise<Row[]> {
+    if (!this.database.open) {
+      return Promise.reject(new StoreUnavailableError('the snapshot is closed', 'all'));
+    }
+    try {
+      let statement = this.#statements.get(query.sql);
+      if (statement === undefined) {
+        statement = this.database.prepare(query.sql);
+        this.#statements.set(query.sql, statement);
+      }
+      return Promise.resolve(statement.all(...query.parameters) as Row[]);
+    } catch (error) {
+      return Promise.reject(translateSqliteError(error));
+    }
+  }
+
+  close(): Promise<void> {
+    if (this.database.open) this.database.close();
+    return Promise.resolve();
   }
 }

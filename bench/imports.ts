@@ -1,0 +1,257 @@
+// `npm run bench:imports`: bulk import and export through the built server (what `npm start`
+// runs), on SQLite and PostgreSQL. For each store, on a fresh database:
+//
+// 1. Starts the server and lets it settle; its idle RSS (VmRSS) is the memory baseline.
+// 2. Writes an NDJSON file of BENCH_IMPORT_USERS users (default 1,000,000) to a temporary
+//    directory, and sends GET user requests at BENCH_GET_RATE a second (default 100, open loop)
+//    for 5 s with no import: the latency baseline.
+// 3. POSTs the file (streamed from disk) as an import, with events on (every user gets its
+//    user.created), keeps the GET user load on, samples the server's RSS every 100 ms, and polls
+//    the job until it is done. Import rate = lines / the job's own elapsed time (from the body
+//    received to the last batch); the upload (spooling) time is printed beside it.
+// 4. Exports every user (GET …/users/export) and counts lines and bytes: export rate.
+//
+// Printed per store: import users/s (target 20,000 SQLite, 8,000 PostgreSQL), export users/s
+// (target 100,000), GET user p50/p99 with no import and during it (target p99 < 50 ms), peak RSS
+// during the import against idle RSS (target: within 64 MB). Run under `flock /work/bench.lock`
+// on a shared machine.
+
+import { randomBytes } from 'node:crypto';
+import {
+  createReadStream,
+  createWriteStream,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import pg from 'pg';
+import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
+import { POSTGRES_URL, onFreshDatabase, percentile } from './bench-kit.js';
+
+const USERS = Number(process.env.BENCH_IMPORT_USERS ?? 1_000_000);
+const GET_RATE = Number(process.env.BENCH_GET_RATE ?? 100);
+const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
+const KEY = `tsr_bench_${randomBytes(24).toString('base64url')}`;
+const CLIENT_ID = 'bench-app';
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function writeFile(path: string): Promise<void> {
+  const out = createWriteStream(path);
+  for (let n = 0; n < USERS; n++) {
+    const line =
+      JSON.stringify({
+        provider: 'google_oauth2',
+        identifier: String(100_000_000_000_000 + n),
+        name: `User ${n}`,
+        email: `user${n}@example.com`,
+        locale: 'en',
+        roles: n % 3 === 0 ? ['admin'] : ['member'],
+        scopes: [`tenant:${n % 100}`],
+      }) + '\n';
+    if (!out.write(line)) await once(out, 'drain');
+  }
+  out.end();
+  await once(out, 'finish');
+}
+
+/** GET user requests at a fixed rate until stopped; each one's send time and latency. */
+function driveGets(server: ServerProcess) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  const samples: { sentAt: number; ms: number }[] = [];
+  let stopped = false;
+  const path = `/iam/api/v1/applications/${CLIENT_ID}/users/google_oauth2/probe`;
+  const timer = setInterval(() => {
+    if (stopped) return;
+    const sentAt = performance.now();
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path,
+        agent,
+        headers: { authorization: `apikey ${KEY}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => samples.push({ sentAt, ms: performance.now() - sentAt }));
+      },
+    );
+    req.on('error', () => undefined);
+    req.end();
+  }, 1000 / GET_RATE);
+  return {
+    samples,
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      agent.destroy();
+    },
+  };
+}
+
+function latency(samples: { ms: number }[]) {
+  const sorted = samples.map((sample) => sample.ms).sort((a, b) => a - b);
+  return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+}
+
+async function api(server: ServerProcess, path: string, init: RequestInit = {}) {
+  return fetch(`${server.baseUrl}/iam/api/v1${path}`, {
+    ...init,
+    headers: { authorization: `apikey ${KEY}`, ...(init.headers as Record<string, string>) },
+  });
+}
+
+async function benchStore(store: string, directory: string, file: string) {
+  return onFreshDatabase(store, directory, async (databaseUrl) => {
+    const server = await startServerProcess(
+      process.execPath,
+      ['--max-semi-space-size=8', join(repository, 'dist/main.js')],
+      {
+        DATABASE_URL: databaseUrl,
+        IAM_DATA_DIR: mkdtempSync(join(directory, 'data-')),
+        IAM_BOOTSTRAP_API_KEY: KEY,
+        IAM_RATE_LIMIT_PER_MINUTE: '0',
+        LOG_LEVEL: 'warn',
+      },
+    );
+    try {
+      const pid = server.process.pid!;
+      await api(server, '/applications', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: CLIENT_ID, display_name: 'Bench', description: '' }),
+      });
+      await api(server, `/applications/${CLIENT_ID}/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          provider: 'google_oauth2',
+          identifier: 'probe',
+          name: 'Probe',
+          email: 'probe@example.com',
+          locale: 'en',
+          roles: [],
+          scopes: [],
+        }),
+      });
+      // Idle: GET load alone, 5 s; its RSS at the end is the baseline.
+      const idleLoad = driveGets(server);
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+      idleLoad.stop();
+      const idleRss = rssMb(pid);
+      const idle = latency(idleLoad.samples.slice(GET_RATE)); // the first second warms up
+
+      const load = driveGets(server);
+      let peakRss = idleRss;
+      const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 100);
+      const posted = performance.now();
+      const response = await fetch(
+        `${server.baseUrl}/iam/api/v1/applications/${CLIENT_ID}/users/import`,
+        {
+          method: 'POST',
+          headers: { authorization: `apikey ${KEY}`, 'content-type': 'application/x-ndjson' },
+          body: createReadStream(file) as never,
+          duplex: 'half',
+        } as RequestInit,
+      );
+      const job = (await response.json()) as { id: string };
+      const uploadSeconds = (performance.now() - posted) / 1000;
+      let done: { status: string; counts: { read: number }; elapsed_seconds: number };
+      for (;;) {
+        done = (await (await api(server, `/imports/${job.id}`)).json()) as typeof done;
+        if (done.status !== 'running') break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const importEnd = performance.now();
+      clearInterval(sampler);
+      load.stop();
+      const during = latency(
+        load.samples.filter((sample) => sample.sentAt >= posted && sample.sentAt <= importEnd),
+      );
+
+      const exportStart = performance.now();
+      const exported = await api(server, `/applications/${CLIENT_ID}/users/export`);
+      let bytes = 0;
+      let lines = 0;
+      for await (const chunk of exported.body as unknown as AsyncIterable<Uint8Array>) {
+        bytes += chunk.length;
+        for (const byte of chunk) if (byte === 0x0a) lines++;
+      }
+      const exportSeconds = (performance.now() - exportStart) / 1000;
+      return {
+        store,
+        status: done.status,
+        counts: done.counts,
+        importSeconds: done.elapsed_seconds,
+        uploadSeconds,
+        importRate: done.counts.read / done.elapsed_seconds,
+        endToEndRate: done.counts.read / ((importEnd - posted) / 1000),
+        exportLines: lines,
+        exportMb: bytes / 1024 / 1024,
+        exportRate: lines / exportSeconds,
+        idle,
+        during,
+        idleRss,
+        peakRss,
+      };
+    } finally {
+      await server.stop();
+    }
+  });
+}
+
+async function main() {
+  const directory = mkdtempSync(join(tmpdir(), 'tessera-bench-imports-'));
+  try {
+    const file = join(directory, 'users.ndjson');
+    log(`writing ${USERS} users to ${file}`);
+    await writeFile(file);
+    log(`file: ${(statSync(file).size / 1024 / 1024).toFixed(0)} MB`);
+    const stores = [...STORES];
+    if (stores.includes('postgres')) {
+      const client = new pg.Client({
+        connectionString: POSTGRES_URL,
+        connectionTimeoutMillis: 3000,
+      });
+      try {
+        await client.connect();
+        await client.end();
+      } catch (error) {
+        log(`PostgreSQL skipped: ${(error as Error).message}`);
+        stores.splice(stores.indexOf('postgres'), 1);
+      }
+    }
+    const targets: Record<string, number> = { sqlite: 20_000, postgres: 8_000 };
+    for (const store of stores) {
+      log(`${store}: importing ${USERS} users`);
+      const r = await benchStore(store, directory, file);
+      const f = (n: number) => Math.round(n).toLocaleString('en-US');
+      process.stdout.write(
+        [
+          `## ${store}, ${USERS.toLocaleString('en-US')} users, events on`,
+          `import: ${r.status}, ${JSON.stringify(r.counts)}`,
+          `import: ${f(r.importRate)} users/s over ${r.importSeconds.toFixed(1)} s (target ${f(targets[store]!)}: ${(r.importRate / targets[store]!).toFixed(2)}×); upload and spool ${r.uploadSeconds.toFixed(1)} s; end to end ${f(r.endToEndRate)} users/s`,
+          `export: ${f(r.exportRate)} users/s, ${r.exportLines} lines, ${r.exportMb.toFixed(0)} MB (target 100,000: ${(r.exportRate / 100_000).toFixed(2)}×)`,
+          `GET user: idle p50 ${r.idle.p50.toFixed(1)} ms p99 ${r.idle.p99.toFixed(1)} ms (${r.idle.count}); during the import p50 ${r.during.p50.toFixed(1)} ms p99 ${r.during.p99.toFixed(1)} ms (${r.during.count}); p99 ratio ${(r.during.p99 / Math.max(0.1, r.idle.p99)).toFixed(1)}× (target < 50 ms)`,
+          `RSS: idle ${r.idleRss.toFixed(0)} MB, peak during the import ${r.peakRss.toFixed(0)} MB, +${(r.peakRss - r.idleRss).toFixed(0)} MB (target within 64 MB)`,
+          '',
+        ].join('\n'),
+      );
+    }
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+await main();

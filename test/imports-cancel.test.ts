@@ -1,0 +1,74 @@
+// tessera-test: both-stores
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { call, createApplication, problemOf, useTestApp, userPath } from './helpers.js';
+import { ndjson, waitForImport } from './import-kit.js';
+
+const CLIENT = 'billing-web';
+
+function line(n: number): Record<string, unknown> {
+  return {
+    provider: 'google_oauth2',
+    identifier: `user-${n}`,
+    name: `User ${n}`,
+    email: `user${n}@example.com`,
+    locale: 'en',
+    roles: [],
+    scopes: [],
+  };
+}
+
+describe('DELETE /imports/:id', () => {
+  const ctx = useTestApp({}, async () => {
+    await createApplication(ctx);
+  });
+
+  it('stops a running job at its next line; what it wrote stays, the rest is not written', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // A body that sends 1,500 lines, then waits: the first batch (1,000) is written meanwhile.
+    async function* body() {
+      yield Buffer.from(ndjson(Array.from({ length: 1500 }, (_, n) => line(n))));
+      await released;
+      yield Buffer.from(ndjson(Array.from({ length: 500 }, (_, n) => line(1500 + n))));
+    }
+    const { job, finished } = await ctx.services.imports.startImport(
+      CLIENT,
+      body(),
+      {
+        format: 'tessera',
+        dryRun: false,
+        onConflict: 'update',
+        providerMap: new Map(),
+        keycloakClient: null,
+        layout: 'ndjson',
+      },
+      { actor: { type: 'api_key', id: null }, requestId: null },
+    );
+    // Wait for the first batch to be recorded.
+    for (;;) {
+      const seen = (await call(ctx, 'GET', `/imports/${job.id}`)).json<{
+        counts: { created: number };
+      }>();
+      if (seen.counts.created >= 1000) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const cancelled = await call(ctx, 'DELETE', `/imports/${job.id}`);
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    assert.equal(cancelled.json<{ status: string }>().status, 'cancelled');
+    release();
+    const ended = await finished;
+    assert.equal(ended.status, 'cancelled');
+    assert.equal(ended.counts.created, 1000);
+    assert.equal((await waitForImport(ctx, job.id)).status, 'cancelled');
+    assert.equal(
+      (await call(ctx, 'GET', userPath(CLIENT, 'google_oauth2', 'user-999'))).statusCode,
+      200,
+    );
+    assert.equal(
+      (await call(ctx, 'GET', userPath(CLIENT, 'google_oauth2', 'user-1999'))).statusCode,
+      404,
+    );
+    problemOf(await call(ctx, 'DELETE', `/imports/${job.id}`), 409);
+  });
+});
