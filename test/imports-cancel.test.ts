@@ -71,4 +71,36 @@ describe('DELETE /imports/:id', () => {
     );
     problemOf(await call(ctx, 'DELETE', `/imports/${job.id}`), 409);
   });
+
+  it('shows a job whose runner is gone as failed (interrupted) once it stops moving', async () => {
+    const now = ctx.clock.now();
+    await ctx.store.imports.insertImportJob({
+      id: 'orphan-job',
+      clientId: CLIENT,
+      format: 'tessera',
+      dryRun: false,
+      onConflict: 'update',
+      status: 'running',
+      counts: { read: 3000, created: 3000, updated: 0, unchanged: 0, skipped: 0, invalid: 0 },
+      failure: null,
+      startedBy: null,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    });
+    // A killed server's job: nothing in this process runs it.
+    assert.equal(
+      (await call(ctx, 'GET', '/imports/orphan-job')).json<{ status: string }>().status,
+      'running',
+    );
+    ctx.clock.advance(61_000);
+    const seen = (await call(ctx, 'GET', '/imports/orphan-job')).json<{
+      status: string;
+      failure: string;
+      counts: { created: number };
+    }>();
+    assert.equal(seen.status, 'failed');
+    assert.match(seen.failure, /^interrupted: .*import the same file again/);
+    assert.equal(seen.counts.created, 3000);
+  });
 });
