@@ -138,6 +138,12 @@ const ROUTES: ConsoleRoute[] = [
   },
   {
     method: 'GET',
+    path: '/console/applications/{client_id}/users/export',
+    access: ['users:read'],
+    request: () => ({ path: `${USERS}/export` }),
+  },
+  {
+    method: 'GET',
     path: '/console/applications/{client_id}/users/new',
     access: ['users:write'],
     request: () => ({ path: `${USERS}/new` }),

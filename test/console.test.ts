@@ -318,6 +318,36 @@ describe('admin console', () => {
       assert.match(invalid.body, /id="field-email-error">E-mail must be a valid e-mail address/);
     });
 
+    it('exports the users the filters match as NDJSON, from a link on the page', async () => {
+      const client = await signedIn();
+      const page = await client.get(
+        '/console/applications/people/users?provider=azure_saml&role=even',
+      );
+      const href = /href="([^"]+)" download>Export these users/
+        .exec(page.body)![1]!
+        .replaceAll('&amp;', '&');
+      assert.equal(href, '/console/applications/people/users/export?provider=azure_saml&role=even');
+      const exported = await client.get(href);
+      assert.equal(exported.statusCode, 200);
+      assert.equal(exported.headers['content-type'], 'application/x-ndjson; charset=utf-8');
+      assert.equal(
+        exported.headers['content-disposition'],
+        'attachment; filename="people-users.ndjson"',
+      );
+      assert.deepEqual(
+        exported.body
+          .trimEnd()
+          .split('\n')
+          .map((line) => (JSON.parse(line) as { identifier: string }).identifier),
+        Array.from({ length: 60 }, (_, n) => n)
+          .filter((n) => n % 6 === 0)
+          .map((n) => `user-${String(n).padStart(3, '0')}`),
+      );
+      const invalid = await client.get('/console/applications/people/users/export?email=nope');
+      assert.equal(invalid.statusCode, 303);
+      assert.equal(invalid.headers.location, '/console/applications/people/users?email=nope');
+    });
+
     it('creates a user, changes roles and scopes as chips, deactivates and deletes it', async () => {
       const client = await signedIn();
       const created = await client.post('/console/applications/people/users', {

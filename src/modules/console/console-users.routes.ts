@@ -2,9 +2,11 @@
 // a million users costs what the first does), create, edit with roles and scopes as chips,
 // activate or deactivate, delete.
 
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem } from '../../problems.js';
 import type { UserFilter, UserPosition } from '../../store/store.js';
+import { toExportLine } from '../imports/imports.schemas.js';
 import type { UserProfile } from '../users/users.domain.js';
 import {
   type ConsoleServices,
@@ -115,34 +117,7 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
     async function listUsers(request, reply) {
       const clientId = clientIdOf(request);
       const query = request.query as Record<string, string | undefined>;
-      const filters = Object.fromEntries(
-        USER_FILTERS.map((name) => [name, (query[name] ?? '').trim()]),
-      ) as UserFilterValues;
-      const filter: UserFilter = {
-        clientId,
-        provider: filters.provider || null,
-        email: filters.email || null,
-        role: filters.role || null,
-        scope: filters.scope || null,
-        active:
-          filters.active === ''
-            ? null
-            : filters.active === 'true'
-              ? true
-              : filters.active === 'false'
-                ? false
-                : null,
-      };
-      let filterErrors: FieldErrors = new Map();
-      try {
-        const { clientId: _clientId, ...checked } = filter;
-        assertBody(UserFilters, {
-          ...checked,
-          active: filters.active === '' ? null : (filter.active ?? filters.active),
-        });
-      } catch (error) {
-        filterErrors = formProblem(error).errors;
-      }
+      const { filter, filters, filterErrors } = readUserFilter(clientId, query);
       const application = await applications.findApplication(clientId);
       const after = query.after === undefined ? null : decodeUserCursor(query.after);
       const rows = filterErrors.size > 0 ? [] : await users.listUsers(filter, after, PAGE_SIZE + 1);
@@ -164,6 +139,29 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
           noticeOf(request, NOTICES),
         ),
       );
+    },
+  );
+
+  app.get(
+    '/applications/:client_id/users/export',
+    { config: { role: 'users:read' }, schema: { hide: true } },
+    async function exportUsers(request, reply) {
+      const clientId = clientIdOf(request);
+      const query = request.query as Record<string, string | undefined>;
+      const { filter, filterErrors } = readUserFilter(clientId, query);
+      // The list shows what is wrong with the filters.
+      if (filterErrors.size > 0) {
+        const search = new URLSearchParams(query as Record<string, string>).toString();
+        return reply.redirect(`${base(clientId)}?${search}`, 303);
+      }
+      const pages = await users.exportUsers(filter, 1000);
+      async function* lines() {
+        for await (const page of pages) yield page.map(toExportLine).join('');
+      }
+      return reply
+        .type('application/x-ndjson; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${clientId}-users.ndjson"`)
+        .send(Readable.from(lines()));
     },
   );
 
@@ -328,4 +326,40 @@ export function registerConsoleUserRoutes(app: FastifyInstance, services: Consol
       return redirectAfterPost(reply, `${base(clientId)}?notice=deleted`);
     },
   );
+}
+
+/** The list's filters from a query: the store's filter, the form's values, and their errors. */
+function readUserFilter(
+  clientId: string,
+  query: Record<string, string | undefined>,
+): { filter: UserFilter; filters: UserFilterValues; filterErrors: FieldErrors } {
+  const filters = Object.fromEntries(
+    USER_FILTERS.map((name) => [name, (query[name] ?? '').trim()]),
+  ) as UserFilterValues;
+  const filter: UserFilter = {
+    clientId,
+    provider: filters.provider || null,
+    email: filters.email || null,
+    role: filters.role || null,
+    scope: filters.scope || null,
+    active:
+      filters.active === ''
+        ? null
+        : filters.active === 'true'
+          ? true
+          : filters.active === 'false'
+            ? false
+            : null,
+  };
+  let filterErrors: FieldErrors = new Map();
+  try {
+    const { clientId: _clientId, ...checked } = filter;
+    assertBody(UserFilters, {
+      ...checked,
+      active: filters.active === '' ? null : (filter.active ?? filters.active),
+    });
+  } catch (error) {
+    filterErrors = formProblem(error).errors;
+  }
+  return { filter, filters, filterErrors };
 }

@@ -61,6 +61,10 @@ export function usersPage(viewer: Viewer, view: UserListView, notice: string | n
           spellcheck="false"
         />`,
     });
+  const exportQuery = new URLSearchParams(
+    Object.entries(view.filters).filter(([, value]) => value !== ''),
+  ).toString();
+  const exportLink = `${base}/export${exportQuery === '' ? '' : `?${exportQuery}`}`;
   return page({
     title: `Users of ${view.clientId}`,
     viewer,
@@ -143,6 +147,10 @@ export function usersPage(viewer: Viewer, view: UserListView, notice: string | n
           ${view.paged ? html`<a href="${link(null)}">First page</a>` : ''}
           ${view.next !== null ? html`<a href="${link(view.next)}" rel="next">Next page</a>` : ''}
         </nav>
+        <p>
+          <a href="${exportLink}" download>Export these users (NDJSON)</a>
+          <span class="subtle">— every user the filters match, one a line, from one snapshot</span>
+        </p>
       </section>`,
   });
 }
