@@ -421,6 +421,8 @@ describe('the admin console in Chromium', { timeout: 900_000 }, async () => {
         'by the name of the key signed in with',
       );
       await checkPage('user with history', { light: 'user' });
+      await page.locator('#history-heading').scrollIntoViewIfNeeded();
+      await screenshot('user-history');
       const user = await callServer(
         console_.server,
         console_.adminKey,

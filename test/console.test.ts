@@ -581,6 +581,22 @@ describe('admin console', () => {
       assert.match(page.body, /href="\/console\/applications\/named-actors">named-actors</);
     });
 
+    it('names the other actors in words: an operator by their subject, the CLI, Tessera itself', async () => {
+      await ctx.services.applications.createApplication(
+        { client_id: 'by-operator', display_name: 'By operator', description: '' },
+        { actor: { type: 'operator', id: 'alice@idp.example' }, requestId: null },
+      );
+      await ctx.services.applications.createApplication(
+        { client_id: 'by-cli', display_name: 'By CLI', description: '' },
+        { actor: { type: 'cli', id: null }, requestId: null },
+      );
+      const client = await signedIn();
+      const page = await client.get('/console/events?type=application.created');
+      const by = new Map(eventRows(page.body).map((row) => [row[3], row[2]] as const));
+      assert.equal(by.get('by-operator'), 'operator alice@idp.example');
+      assert.equal(by.get('by-cli'), 'the CLI');
+    });
+
     it('shows one event in full: every change before and after, the request id, and who', async () => {
       await createApplication(ctx, { client_id: 'detailed' });
       const changed = await call(ctx, 'PATCH', '/applications/detailed', {
