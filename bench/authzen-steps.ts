@@ -77,6 +77,26 @@ const steps: Record<string, Step> = {
     });
     if (response.statusCode !== 200) throw new Error(response.body);
   },
+  'one: store: findApplicationWithUsers': (batch) =>
+    ctx.store.users.findApplicationWithUsers(CLIENT_ID, {
+      ids: [batch[0]!.subject.id],
+      identities: [{ provider: 'google_oauth2', identifier: batch[0]!.subject.id.split(':')[1]! }],
+    }),
+  'one: store: findUser (what GET user reads)': (batch) =>
+    ctx.store.users.findUser({
+      clientId: CLIENT_ID,
+      provider: 'google_oauth2',
+      identifier: batch[0]!.subject.id.split(':')[1]!,
+    }),
+  'one: HTTP: POST /access/v1/evaluation (app.inject)': async (batch) => {
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/access/v1/evaluation',
+      headers: { authorization: `Bearer ${ctx.adminKey}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ ...batch[0], context: { client_id: CLIENT_ID } }),
+    });
+    if (response.statusCode !== 200) throw new Error(response.body);
+  },
   'HTTP: GET user (app.inject), for scale': async (batch) => {
     const [provider, identifier] = batch[0]!.subject.id.split(':') as [string, string];
     const response = await ctx.app.inject({
