@@ -28,6 +28,8 @@ import {
 } from '../test/run-server.js';
 
 const BASELINE = process.env.BENCH_BASELINE ?? '95ac0ff';
+/** Another commit to measure instead of this checkout (to compare two earlier builds). */
+const CANDIDATE = process.env.BENCH_CANDIDATE;
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 3);
@@ -385,8 +387,11 @@ async function benchStore(kind: string, builds: { candidate: Build; baseline: Bu
 async function main() {
   log(`== building ${BASELINE} (the baseline) and this checkout`);
   const baseline = buildBaseline(BASELINE);
-  const copy = buildServerCopy();
-  const candidate: Build = { label: 'this build', main: copy.main, remove: copy.remove };
+  const copy = CANDIDATE === undefined ? buildServerCopy() : undefined;
+  const candidate: Build =
+    copy === undefined
+      ? buildBaseline(CANDIDATE!)
+      : { label: 'this build', main: copy.main, remove: copy.remove };
   const rows: Row[] = [];
   try {
     for (const kind of STORES) rows.push(...(await benchStore(kind, { candidate, baseline })));
@@ -395,7 +400,7 @@ async function main() {
     candidate.remove();
   }
   const header =
-    `\nThis build against ${baseline.label} (${USERS.toLocaleString('en')} users, ${ROUNDS} alternated rounds of ` +
+    `\n${candidate.label === 'this build' ? 'This build' : candidate.label} against ${baseline.label} (${USERS.toLocaleString('en')} users, ${ROUNDS} alternated rounds of ` +
     `${DURATION_S} s, ${CONNECTIONS} connections; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)}):\n\n` +
     '| store | scenario | req/s | baseline req/s | ratio (median of rounds) | CPU µs/req | baseline CPU µs/req | p99 ms | baseline p99 ms |\n' +
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
