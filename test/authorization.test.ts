@@ -237,6 +237,35 @@ const ROUTES: RouteRow[] = [
   })),
   {
     method: 'POST',
+    path: '/applications/{client_id}/users/import',
+    role: 'users:write',
+    // A line that is no user: at most an error line of a job, no user made.
+    request: () => ({ path: '/applications/a/users/import', body: {} }),
+    restricted: 'forbidden',
+  },
+  {
+    method: 'GET',
+    path: '/applications/{client_id}/users/export',
+    role: 'users:read',
+    request: () => ({ path: '/applications/a/users/export' }),
+    restricted: 'forbidden',
+  },
+  ...(
+    [
+      ['GET', '/imports/{id}', 'users:read', ''],
+      ['GET', '/imports/{id}/errors', 'users:read', '/errors'],
+      ['DELETE', '/imports/{id}', 'users:write', ''],
+    ] as const
+  ).map(([method, path, role, suffix]) => ({
+    method,
+    path,
+    role,
+    request: () => ({ path: `/imports/${MISSING_KEY_ID}${suffix}` }),
+    // Served, as 404: a job of an application outside the caller's does not exist for it.
+    restricted: 'served' as const,
+  })),
+  {
+    method: 'POST',
     path: '/applications/{client_id}/users/{provider}/{identifier}/tokens',
     role: 'tokens:write',
     request: () => ({ path: `${USER}/tokens` }),

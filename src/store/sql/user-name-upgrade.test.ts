@@ -45,13 +45,16 @@ const legacyUsers: UserRecord[] = [
 ];
 
 /**
- * Columns later migrations added, absent from the schema before the upgrade; the rows an
- * earlier version wrote have none of them.
+ * An insert of the columns of `row` that the table has: the rows an earlier version wrote have
+ * none of the columns later migrations added.
  */
-const LATER_COLUMNS = new Set(['authorization_model']);
-
-function insertStatement(table: string, row: Record<string, unknown>, numbered: boolean) {
-  const columns = Object.keys(row).filter((column) => !LATER_COLUMNS.has(column));
+function insertStatement(
+  table: string,
+  row: Record<string, unknown>,
+  numbered: boolean,
+  existing: ReadonlySet<string>,
+) {
+  const columns = Object.keys(row).filter((column) => existing.has(column));
   const slots = columns.map((_, index) => (numbered ? `$${index + 1}` : '?'));
   return {
     text: `insert into ${table} (${columns.join(', ')}) values (${slots.join(', ')})`,
@@ -114,15 +117,31 @@ describe(`upgrading to ${UPGRADE} with users apart only by case`, () => {
       const database = new Database(path);
       const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
       await migrateToLatest(db, before(sqliteMigrations));
+      const sqliteColumns = (table: string) =>
+        new Set(
+          (database.pragma(`table_info(${table})`) as { name: string }[]).map(
+            (column) => column.name,
+          ),
+        );
       for (const row of [
         toApplicationRow(applicationRecord('hr', { scimProvider: 'okta_scim' })),
         toApplicationRow(applicationRecord('crm', { scimProvider: 'okta_scim' })),
       ]) {
-        const { text, values } = insertStatement('applications', row, false);
+        const { text, values } = insertStatement(
+          'applications',
+          row,
+          false,
+          sqliteColumns('applications'),
+        );
         database.prepare(text).run(...values);
       }
       for (const user of legacyUsers) {
-        const { text, values } = insertStatement('users', toUserRow(user), false);
+        const { text, values } = insertStatement(
+          'users',
+          toUserRow(user),
+          false,
+          sqliteColumns('users'),
+        );
         database.prepare(text).run(...values);
       }
       await db.destroy();
@@ -169,15 +188,34 @@ describe(`upgrading to ${UPGRADE} with users apart only by case`, () => {
             await client.query(`set search_path to ${schema}`);
             return (await client.query(text, values)).rows as Record<string, unknown>[];
           };
+          const pgColumns = async (table: string) =>
+            new Set(
+              (
+                await run(
+                  'select column_name from information_schema.columns where table_schema = $1 and table_name = $2',
+                  [schema, table],
+                )
+              ).map((column) => String(column.column_name)),
+            );
           for (const row of [
             toApplicationRow(applicationRecord('hr', { scimProvider: 'okta_scim' })),
             toApplicationRow(applicationRecord('crm', { scimProvider: 'okta_scim' })),
           ]) {
-            const { text, values } = insertStatement('applications', row, true);
+            const { text, values } = insertStatement(
+              'applications',
+              row,
+              true,
+              await pgColumns('applications'),
+            );
             await run(text, values);
           }
           for (const user of legacyUsers) {
-            const { text, values } = insertStatement('users', toUserRow(user), true);
+            const { text, values } = insertStatement(
+              'users',
+              toUserRow(user),
+              true,
+              await pgColumns('users'),
+            );
             await run(text, values);
           }
           await checkUpgrade({ open: () => openPostgresStore({ url: POSTGRES_URL, schema }), run });
