@@ -353,6 +353,38 @@ export function describeUsersContract(ctx: ContractContext): void {
       );
     });
 
+    it('keys each row of a full bulk statement by its own application and provider', async () => {
+      await ctx.store.applications.insertApplication(applicationRecord('plain'), []);
+      // 1,000 rows fill one statement: SCIM users of hr and crm, and users of other providers
+      // and of an application without SCIM, whose identifiers differ from theirs only in case.
+      const mixed = Array.from({ length: 250 }, (_, index) => [
+        userRecord('hr', SCIM, `Mixed-${index}`),
+        userRecord('hr', 'google_oauth2', `MIXED-${index}`),
+        userRecord('crm', SCIM, `mixed-${index}`),
+        userRecord('plain', SCIM, `MIXED-${index}`),
+      ]).flat();
+      await ctx.store.users.insertUsers(mixed, []);
+      assert.equal(await ctx.store.users.countUsers(usersOf('hr')), 500);
+      // The SCIM users of hr hold their userNames; the others hold none.
+      await assert.rejects(
+        ctx.store.users.insertUser(userRecord('hr', SCIM, 'MIXED-249'), []),
+        isUserNameClash,
+      );
+      await assert.rejects(
+        ctx.store.users.insertUsers(
+          [
+            ...Array.from({ length: 999 }, (_, index) => userRecord('crm', SCIM, `new-${index}`)),
+            userRecord('crm', SCIM, 'MIXED-0'),
+          ],
+          [],
+        ),
+        isUserNameClash,
+      );
+      await ctx.store.users.insertUser(userRecord('plain', SCIM, 'mixed-0', { id: 'plain-0' }), []);
+      await ctx.store.users.insertUser(userRecord('hr', 'google_oauth2', 'mixed-0'), []);
+      assert.equal(await ctx.store.users.countUsers(usersOf('crm')), 250);
+    });
+
     it('refuses a rename onto another case of a taken userName, and frees the old one', async () => {
       const bob = userRecord('hr', SCIM, 'Bob');
       const carol = userRecord('hr', SCIM, 'carol');
