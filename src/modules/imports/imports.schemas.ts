@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { named } from '../../http/openapi.js';
+import { RULE_KEYWORD } from '../../http/validation.js';
 import {
   Nullable,
   Page,
@@ -107,7 +108,10 @@ export const ImportErrorPage = Page(ImportError);
 export const ImportParams = Type.Object(
   {
     id: Type.String({
+      minLength: 1,
       maxLength: 64,
+      pattern: '^[A-Za-z0-9._~-]*$',
+      [RULE_KEYWORD]: '1–64 characters of A–Z a–z 0–9 . _ ~ -',
       description: 'The job id, from the Location of the import.',
       examples: ['8d5f9a0e-3c1b-4f7a-9e2d-6b4c1a0f7e55'],
     }),
