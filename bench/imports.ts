@@ -38,12 +38,24 @@ const GET_RATE = Number(process.env.BENCH_GET_RATE ?? 100);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 const KEY = `tsr_bench_${randomBytes(24).toString('base64url')}`;
 const CLIENT_ID = 'bench-app';
+/** BENCH_CPU_PROF=<dir>: the server runs under V8's profiler (--cpu-prof), one profile per store. */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function rssMb(pid: number): number {
+  return rssParts(pid).rss;
+}
+
+/** The resident set and its parts (anonymous; file-backed and shared: SQLite's files), MB. */
+function rssParts(pid: number) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return kb / 1024;
+  const mb = (field: string) =>
+    Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+  return {
+    rss: mb('VmRSS'),
+    anon: mb('RssAnon'),
+    file: mb('RssFile') + mb('RssShmem'),
+  };
 }
 
 async function writeFile(path: string): Promise<void> {
@@ -100,6 +112,17 @@ function driveGets(server: ServerProcess) {
   };
 }
 
+/** V8's committed heap and Node's external memory (Buffers), MB, from the server's /metrics. */
+async function heapMb(server: ServerProcess): Promise<{ heap: number; external: number }> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const read = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1024 / 1024;
+  return {
+    heap: read('nodejs_heap_size_total_bytes'),
+    external: read('nodejs_external_memory_bytes'),
+  };
+}
+
 function latency(samples: { ms: number }[]) {
   const sorted = samples.map((sample) => sample.ms).sort((a, b) => a - b);
   return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
@@ -116,7 +139,17 @@ async function benchStore(store: string, directory: string, file: string) {
   return onFreshDatabase(store, directory, async (databaseUrl) => {
     const server = await startServerProcess(
       process.execPath,
-      ['--max-semi-space-size=8', join(repository, 'dist/main.js')],
+      [
+        '--max-semi-space-size=8',
+        ...(CPU_PROF_DIR === undefined
+          ? []
+          : [
+              '--cpu-prof',
+              `--cpu-prof-dir=${CPU_PROF_DIR}`,
+              `--cpu-prof-name=cpuprof-${store}.cpuprofile`,
+            ]),
+        join(repository, 'dist/main.js'),
+      ],
       {
         DATABASE_URL: databaseUrl,
         IAM_DATA_DIR: mkdtempSync(join(directory, 'data-')),
@@ -155,6 +188,19 @@ async function benchStore(store: string, directory: string, file: string) {
       const load = driveGets(server);
       let peakRss = idleRss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 100);
+      // Once a second, V8's share of the resident set (from /metrics), kept at the largest RSS.
+      const heapAtIdle = await heapMb(server);
+      const partsAtIdle = rssParts(pid);
+      let heapAtPeak = { rss: 0, anon: 0, file: 0, heap: 0, external: 0 };
+      const heapSampler = setInterval(() => {
+        const parts = rssParts(pid);
+        if (parts.rss <= heapAtPeak.rss) return;
+        heapMb(server)
+          .then((heap) => {
+            if (parts.rss > heapAtPeak.rss) heapAtPeak = { ...parts, ...heap };
+          })
+          .catch(() => undefined);
+      }, 1000);
       const posted = performance.now();
       const response = await fetch(
         `${server.baseUrl}/iam/api/v1/applications/${CLIENT_ID}/users/import`,
@@ -175,6 +221,7 @@ async function benchStore(store: string, directory: string, file: string) {
       }
       const importEnd = performance.now();
       clearInterval(sampler);
+      clearInterval(heapSampler);
       load.stop();
       const during = latency(
         load.samples.filter((sample) => sample.sentAt >= posted && sample.sentAt <= importEnd),
@@ -204,6 +251,9 @@ async function benchStore(store: string, directory: string, file: string) {
         during,
         idleRss,
         peakRss,
+        heapAtIdle,
+        partsAtIdle,
+        heapAtPeak,
       };
     } finally {
       await server.stop();
@@ -245,6 +295,7 @@ async function main() {
           `export: ${f(r.exportRate)} users/s, ${r.exportLines} lines, ${r.exportMb.toFixed(0)} MB (target 100,000: ${(r.exportRate / 100_000).toFixed(2)}×)`,
           `GET user: idle p50 ${r.idle.p50.toFixed(1)} ms p99 ${r.idle.p99.toFixed(1)} ms (${r.idle.count}); during the import p50 ${r.during.p50.toFixed(1)} ms p99 ${r.during.p99.toFixed(1)} ms (${r.during.count}); p99 ratio ${(r.during.p99 / Math.max(0.1, r.idle.p99)).toFixed(1)}× (target < 50 ms)`,
           `RSS: idle ${r.idleRss.toFixed(0)} MB, peak during the import ${r.peakRss.toFixed(0)} MB, +${(r.peakRss - r.idleRss).toFixed(0)} MB (target within 64 MB)`,
+          `RSS parts, idle → at the largest RSS sampled each second (${r.heapAtPeak.rss.toFixed(0)} MB): V8 heap committed ${r.heapAtIdle.heap.toFixed(0)} → ${r.heapAtPeak.heap.toFixed(0)} MB, external ${r.heapAtIdle.external.toFixed(0)} → ${r.heapAtPeak.external.toFixed(0)} MB, anonymous ${r.partsAtIdle.anon.toFixed(0)} → ${r.heapAtPeak.anon.toFixed(0)} MB, file-backed and shared ${r.partsAtIdle.file.toFixed(0)} → ${r.heapAtPeak.file.toFixed(0)} MB`,
           '',
         ].join('\n'),
       );

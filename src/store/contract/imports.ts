@@ -68,6 +68,48 @@ async function collect(iterator: AsyncIterableIterator<UserRecord[]>): Promise<U
 }
 
 export function describeImportsContract(ctx: ContractContext): void {
+  describe('users read for an import', () => {
+    beforeEach(async () => {
+      await ctx.store.applications.insertApplication(applicationRecord('app'), []);
+      await ctx.store.applications.insertApplication(applicationRecord('other'), []);
+    });
+
+    it('finds the named users by identity or by id, each once, in their application only', async () => {
+      const users = Array.from({ length: 1200 }, (_, n) =>
+        userRecord('app', n % 2 === 0 ? 'google_oauth2' : 'azure_saml', `user-${n}-ü`),
+      );
+      await ctx.store.users.insertUsers(users, []);
+      await ctx.store.users.insertUser(userRecord('other', 'google_oauth2', 'user-0-ü'), []);
+      const named = users.filter((_, n) => n % 3 === 0);
+      const found = await ctx.store.users.findUsersForImport('app', {
+        identities: [
+          ...named.map((user) => ({ provider: user.provider, identifier: user.identifier })),
+          { provider: 'google_oauth2', identifier: 'nobody' },
+        ],
+        // The first is named both ways; the last is nobody's.
+        ids: [named[0]!.id, users[1]!.id, 'no-such-id'],
+      });
+      assert.deepEqual(found?.sort(byUserPosition), [...named, users[1]!].sort(byUserPosition));
+    });
+
+    it('answers an empty list for an application without those users, and undefined without the application', async () => {
+      assert.deepEqual(
+        await ctx.store.users.findUsersForImport('app', {
+          identities: [{ provider: 'google_oauth2', identifier: 'nobody' }],
+          ids: [],
+        }),
+        [],
+      );
+      assert.equal(
+        await ctx.store.users.findUsersForImport('ghost', {
+          identities: [{ provider: 'google_oauth2', identifier: 'nobody' }],
+          ids: ['x'],
+        }),
+        undefined,
+      );
+    });
+  });
+
   describe('user export', () => {
     beforeEach(async () => {
       await ctx.store.applications.insertApplication(applicationRecord('app'), []);

@@ -470,11 +470,21 @@ function withEventParameters(first: readonly unknown[], events: readonly EventRo
 
 /** The events of a transaction, as its last statement. */
 function insertPendingEvents(events: readonly EventRow[]): CompiledQuery {
-  return CompiledQuery.raw(
-    pendingEventsInsert(events.length, 1, ''),
-    withEventParameters([], events),
-  );
+  let text = pendingTexts.get(events.length);
+  if (text === undefined) {
+    if (pendingTexts.size >= PENDING_TEXTS_KEPT) pendingTexts.clear();
+    text = pendingEventsInsert(events.length, 1, '');
+    pendingTexts.set(events.length, text);
+  }
+  return CompiledQuery.raw(text, withEventParameters([], events));
 }
+
+/**
+ * insertPendingEvents' text per event count. An import's batch of 1,000 users built its 9,000
+ * placeholders anew each time, and the statement cache hashed the new 200 KB string again.
+ */
+const pendingTexts = new Map<number, string>();
+const PENDING_TEXTS_KEPT = 100;
 
 /**
  * withPendingEvents' statement text per write text, then per event count (a few shapes in use).

@@ -125,6 +125,14 @@ function sqliteBulkInsert(rows: number): string {
   );
 }
 
+/** findUsersForImport's read of the application's users whose `column` is in a list. */
+function importLookup(kind: 'sqlite' | 'postgres', column: 'user_key' | 'id'): string {
+  const columns = USER_COLUMNS.map((name) => `"${name}"`).join(', ');
+  return kind === 'sqlite'
+    ? `select ${columns} from "users" where "application" = ? and "${column}" in (select value from json_each(?))`
+    : `select ${columns} from "users" where "application" = $1 and "${column}" = any($2::text[])`;
+}
+
 export class SqlUserRepository implements UserRepository {
   readonly #findUser;
   readonly #findUserById;
@@ -292,6 +300,48 @@ export class SqlUserRepository implements UserRepository {
       users.push(...rows.map(toUserRecord));
     }
     return users;
+  }
+
+  /**
+   * One read per index whatever the number of refs: the keys (and ids) travel as one parameter,
+   * an array on PostgreSQL and a JSON array on SQLite, so each store keeps one plan. The union
+   * of one lookup per ref that findApplicationWithUsers compiles grew slower with the table on
+   * PostgreSQL (bench/README.md).
+   */
+  async findUsersForImport(clientId: string, refs: UserRefs): Promise<UserRecord[] | undefined> {
+    const keys = [
+      ...new Set(refs.identities.map((ref) => encodeUserKey(ref.provider, ref.identifier))),
+    ];
+    const ids = [...new Set(refs.ids)];
+    const users: UserRecord[] = [];
+    const seen = new Set<string>();
+    for (const [column, values] of [
+      ['user_key', keys],
+      ['id', ids],
+    ] as const) {
+      if (values.length === 0) continue;
+      const rows = await this.sql.select<UserRow>(
+        CompiledQuery.raw(importLookup(this.sql.kind, column), [
+          clientId,
+          this.sql.kind === 'sqlite' ? JSON.stringify(values) : values,
+        ]),
+      );
+      for (const row of rows) {
+        const user = toUserRecord(row);
+        if (seen.has(user.id)) continue;
+        seen.add(user.id);
+        users.push(user);
+      }
+    }
+    if (users.length > 0) return users;
+    const [application] = await this.sql.select(
+      this.sql.db
+        .selectFrom('applications')
+        .select('client_id')
+        .where('client_id', '=', clientId)
+        .compile(),
+    );
+    return application === undefined ? undefined : users;
   }
 
   findApplicationWithUsers(
