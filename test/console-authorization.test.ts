@@ -181,6 +181,43 @@ const ROUTES: ConsoleRoute[] = [
 
   {
     method: 'GET',
+    path: '/console/applications/{client_id}/users/import',
+    access: ['users:write'],
+    request: () => ({ path: `${USERS}/import` }),
+  },
+  // Sent as a plain form here (415): the upload itself is in console-imports.test.ts.
+  {
+    method: 'POST',
+    path: '/console/applications/{client_id}/users/import',
+    access: ['users:write'],
+    request: () => ({ path: `${USERS}/import`, fields: {} }),
+  },
+  {
+    method: 'GET',
+    path: '/console/applications/{client_id}/users/imports/{id}',
+    access: ['users:read'],
+    request: () => ({ path: `${USERS}/imports/${MISSING_ID}` }),
+  },
+  {
+    method: 'GET',
+    path: '/console/applications/{client_id}/users/imports/{id}/progress',
+    access: ['users:read'],
+    request: () => ({ path: `${USERS}/imports/${MISSING_ID}/progress` }),
+  },
+  {
+    method: 'POST',
+    path: '/console/applications/{client_id}/users/imports/{id}/run',
+    access: ['users:write'],
+    request: () => ({ path: `${USERS}/imports/${MISSING_ID}/run`, fields: {} }),
+  },
+  {
+    method: 'POST',
+    path: '/console/applications/{client_id}/users/imports/{id}/cancel',
+    access: ['users:write'],
+    request: () => ({ path: `${USERS}/imports/${MISSING_ID}/cancel`, fields: {} }),
+  },
+  {
+    method: 'GET',
     path: '/console/api-keys',
     access: ['keys:read'],
     request: () => ({ path: '/console/api-keys' }),

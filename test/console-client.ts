@@ -43,6 +43,53 @@ export class ConsoleClient {
     return response;
   }
 
+  /**
+   * Posts a multipart form as a browser without script does: the CSRF token first (unless
+   * `csrf: false`), then the fields, then the file. `header: true` sends the token as htmx
+   * does, in X-CSRF-Token, and not in the form.
+   */
+  async upload(
+    url: string,
+    fields: Record<string, string>,
+    file: { name: string; content: string | Buffer; type?: string } | null,
+    options: { csrf?: boolean; header?: boolean } = {},
+  ): Promise<LightMyRequestResponse> {
+    const boundary = '----tessera-test-boundary-7f3a';
+    const parts: Buffer[] = [];
+    const part = (headers: string, content: string | Buffer) =>
+      parts.push(
+        Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`),
+        Buffer.from(content),
+        Buffer.from('\r\n'),
+      );
+    if (options.csrf !== false && options.header !== true) {
+      part('Content-Disposition: form-data; name="_csrf"', this.csrf);
+    }
+    for (const [name, value] of Object.entries(fields)) {
+      part(`Content-Disposition: form-data; name="${name}"`, value);
+    }
+    if (file !== null) {
+      part(
+        `Content-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type ?? 'application/octet-stream'}`,
+        file.content,
+      );
+    }
+    parts.push(Buffer.from(`--${boundary}--\r\n`));
+    const response = await this.ctx.app.inject({
+      method: 'POST',
+      url,
+      headers: {
+        ...this.headers(),
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        origin: `http://${this.host}`,
+        ...(options.header === true ? { 'x-csrf-token': this.csrf } : {}),
+      },
+      payload: Buffer.concat(parts),
+    });
+    this.remember(response);
+    return response;
+  }
+
   async signIn(key: string): Promise<LightMyRequestResponse> {
     return this.post('/console/sign-in', { key }, { csrf: false });
   }

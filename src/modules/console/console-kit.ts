@@ -12,6 +12,7 @@ import type { ApplicationsService } from '../applications/applications.service.j
 import type { AuthzenService } from '../authzen/authzen.service.js';
 import type { ChangeOrigin } from '../changes.js';
 import type { EventsService } from '../events/events.service.js';
+import type { ImportsService } from '../imports/imports.service.js';
 import type { SigningKeys } from '../tokens/signing-keys.service.js';
 import type { TokenExchange } from '../tokens/token-exchange.service.js';
 import type { UsersService } from '../users/users.service.js';
@@ -26,6 +27,11 @@ declare module 'fastify' {
     consolePublic?: boolean;
     /** Console routes a page calls by itself (live updates): they do not count as activity. */
     consolePassive?: boolean;
+    /**
+     * A console upload (multipart, streamed to its handler): a form posted without script has
+     * its CSRF token checked by the handler, before the file (see readUpload).
+     */
+    consoleUpload?: boolean;
   }
   interface FastifyRequest {
     consoleSession: ConsoleSession | null;
@@ -36,6 +42,7 @@ declare module 'fastify' {
 export interface ConsoleServices {
   applications: ApplicationsService;
   users: UsersService;
+  imports: ImportsService;
   apiKeys: ApiKeysService;
   signingKeys: SigningKeys;
   tokenExchange: TokenExchange;

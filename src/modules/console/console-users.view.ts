@@ -75,7 +75,14 @@ export function usersPage(viewer: Viewer, view: UserListView, notice: string | n
       </p>
       <div class="heading">
         <h1>Users <span class="subtle">of ${view.displayName}</span></h1>
-        ${can(viewer, 'users:write') ? html`<a class="button" href="${base}/new">New user</a>` : ''}
+        ${
+          can(viewer, 'users:write')
+            ? html`<div class="heading-actions">
+                <a class="button secondary" href="${base}/import">Import users</a>
+                <a class="button" href="${base}/new">New user</a>
+              </div>`
+            : ''
+        }
       </div>
       <form method="get" action="${base}" class="filters" role="search" aria-label="Filter users">
         ${filterField('provider', 'Provider', 'e.g. google_oauth2')}

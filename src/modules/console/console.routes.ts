@@ -38,6 +38,9 @@ import {
 import { pagesOf } from './console-layout.view.js';
 import { errorPage, signInPage } from './console-sign-in.view.js';
 import { registerConsoleUserRoutes } from './console-users.routes.js';
+import { registerConsoleImportRoutes } from './console-imports.routes.js';
+import { ConsoleUploads } from './console-uploads.js';
+import { MAX_IMPORT_BYTES } from '../imports/imports.service.js';
 import { registerConsoleWebhookRoutes } from './console-webhooks.routes.js';
 import { ApplicationChoice, assertBody, formText, parseForm } from './console.schemas.js';
 import { type ConsoleSessions, csrfTokenMatches } from './console.service.js';
@@ -182,10 +185,16 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         }
         request.consoleSession = session;
         if (request.method !== 'GET' && request.method !== 'HEAD') {
-          const sent =
-            (request.headers['x-csrf-token'] as string | undefined) ??
-            formText(formOf(request), '_csrf');
-          if (!sameOrigin(request) || !csrfTokenMatches(session.record, sent || undefined)) {
+          const header = request.headers['x-csrf-token'] as string | undefined;
+          // An upload's body is still unread here: its form's token is checked as it is read,
+          // before its file (readUpload); a header token is checked here like any other.
+          const checkedLater =
+            header === undefined && request.routeOptions.config.consoleUpload === true;
+          const sent = header ?? formText(formOf(request), '_csrf');
+          if (
+            !sameOrigin(request) ||
+            (!checkedLater && !csrfTokenMatches(session.record, sent || undefined))
+          ) {
             throw problem(
               'forbidden',
               'This form did not come from this console page (its CSRF token is missing or wrong). Reload the page and try again.',
@@ -345,6 +354,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       }
       registerConsoleApplicationRoutes(scope, deps.services);
       registerConsoleUserRoutes(scope, deps.services);
+      const uploads = new ConsoleUploads({ clock: deps.clock, maxBytes: MAX_IMPORT_BYTES });
+      scope.addHook('onClose', () => uploads.close());
+      registerConsoleImportRoutes(scope, deps.services, { clock: deps.clock, uploads });
       registerConsoleKeyRoutes(scope, deps.services, deps.clock);
       registerConsoleEventRoutes(scope, deps.services);
       registerConsoleWebhookRoutes(scope, deps.services);

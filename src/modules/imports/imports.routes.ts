@@ -36,13 +36,11 @@ import {
   toImportErrorResource,
   toImportJobResource,
 } from './imports.schemas.js';
-import type { ImportsService } from './imports.service.js';
+import { type ImportsService, MAX_IMPORT_BYTES } from './imports.service.js';
 
 const tags = ['imports'];
 const API_BASE = '/iam/api/v1';
 const JSON_MEDIA_TYPE = 'application/json';
-/** The largest import body taken (it is spooled to a temporary file, not held in memory). */
-export const MAX_IMPORT_BYTES = 8 * 1024 ** 3;
 /** Users an export reads from its snapshot at a time. */
 const EXPORT_PAGE_SIZE = 1000;
 

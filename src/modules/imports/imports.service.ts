@@ -23,6 +23,9 @@ import type {
   UsersService,
 } from '../users/users.service.js';
 import { type MappedUser, mapLine, pointerInLine } from './imports.formats.js';
+
+// The console reads its upload form's provider map as the API reads its query.
+export { parseProviderMap } from './imports.formats.js';
 import { type SourceItem, jsonDocumentUsers, ndjsonLines } from './imports.lines.js';
 
 /** How an import reads its body and what it does with users that exist. */
@@ -37,6 +40,12 @@ export interface ImportOptions {
   /** NDJSON (one user a line), or a JSON document with a `users` array (a Keycloak realm export). */
   layout: 'ndjson' | 'document';
 }
+
+/**
+ * The largest import body taken, by the API and the console alike (it is spooled to a temporary
+ * file, not held in memory).
+ */
+export const MAX_IMPORT_BYTES = 8 * 1024 ** 3;
 
 /** Lines a batch holds: its users are read, planned and written together, in one transaction. */
 export const IMPORT_BATCH_LINES = 1000;
