@@ -21,10 +21,36 @@ import {
   toUserRecord,
 } from './rows.js';
 import { stablePlaceholder } from './sql-user-query.js';
-import { encodeUserKey } from './tables.js';
+import { type ApplicationsTable, encodeUserKey } from './tables.js';
 
 /** Distinct statement shapes kept compiled; past this many the cache starts over. */
 const SHAPES_KEPT = 200;
+/** Application records kept for their next statement; past this many the memory starts over. */
+const APPLICATIONS_KEPT = 1000;
+
+/** The columns of an application's row (ApplicationsTable). */
+const APPLICATION_COLUMNS = [
+  'client_id',
+  'display_name',
+  'description',
+  'mode',
+  'jwt_expiration_in_minutes',
+  'external_token_validation',
+  'scim_provider',
+  'authorization_model',
+  'created_at',
+  'updated_at',
+  'etag',
+] as const satisfies readonly (keyof ApplicationsTable)[];
+
+/** The value, and every object and array in it, frozen (a record shared between callers). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const member of Object.values(value)) deepFreeze(member);
+  }
+  return value;
+}
 
 type UserAlias = `user_${(typeof USER_RECORD_COLUMNS)[number]}`;
 /** Each user column and the name it has in the joined row. */
@@ -35,6 +61,8 @@ const ALIASES = USER_RECORD_COLUMNS.map(
 export class SqlUserDecisionReads {
   /** Compiled by shape: how many identities and how many ids the statement names. */
   readonly #withUsers = new Map<string, (...args: unknown[]) => CompiledQuery>();
+  /** The last record made of each application's row, by client_id (applicationOf). */
+  readonly #applications = new Map<string, ApplicationRecord>();
 
   constructor(private readonly sql: SqlExecutor) {}
 
@@ -58,62 +86,79 @@ export class SqlUserDecisionReads {
       unknown
     > &
       Parameters<typeof toApplicationRecord>[0])[];
-    const [first] = rows;
-    if (first === undefined) return undefined;
+    let application: ApplicationRecord | undefined;
     const users: UserRecord[] = [];
     const seen = new Set<unknown>();
     for (const row of rows) {
+      // The application's row is the one whose client_id is set; a user's row has it null.
+      if (row.client_id !== null) {
+        application = this.applicationOf(row);
+        continue;
+      }
       // A user named both by identity and by id comes from both lookups: kept once.
-      if (row.user_id === null || seen.has(row.user_id)) continue;
+      if (seen.has(row.user_id)) continue;
       seen.add(row.user_id);
       const user: Record<string, unknown> = {};
       for (const [column, alias] of ALIASES) user[column] = row[alias];
       users.push(toUserRecord(user as unknown as UserRow));
     }
-    return { application: toApplicationRecord(first), users };
+    return application === undefined ? undefined : { application, users };
   }
 
   /**
-   * One row per user found (one row with null user columns when none is): the application's
-   * row joined with its users whose key or id is among those bound from slot 1 on (`keys` user
-   * keys, then `ids` ids). The users come from a union of one lookup per index, the primary key
-   * (application, user_key) and users_id (application, id): an OR of the two in the join is,
-   * to SQLite's planner, a walk through all the application's users.
+   * The application's record from its row: the one made from the same version (etag) before,
+   * when there is one, so a batch of decisions does not parse its JSON columns again. A new
+   * version is read from the same statement as the users, so it is seen by the very next call.
+   * Records handed out more than once are frozen, JSON members included.
+   */
+  private applicationOf(row: Parameters<typeof toApplicationRecord>[0]): ApplicationRecord {
+    const kept = this.#applications.get(row.client_id);
+    if (kept !== undefined && kept.etag === row.etag) return kept;
+    const application = deepFreeze(toApplicationRecord(row));
+    if (this.#applications.size >= APPLICATIONS_KEPT) this.#applications.clear();
+    this.#applications.set(row.client_id, application);
+    return application;
+  }
+
+  /**
+   * The application's row, then one row per user found: the users whose key or id is among
+   * those bound from slot 1 on (`keys` user keys, then `ids` ids), from one lookup per index,
+   * the primary key (application, user_key) and users_id (application, id): an OR of the two
+   * is, to SQLite's planner, a walk through all the application's users. The application's
+   * columns are null in the users' rows (and the users' in its row): read once per statement,
+   * not once per user (a batch of 100 read them 100 times).
    */
   private withUsers(arg: Parameter, keys: number, ids: number) {
     const { db } = this.sql;
     const text = (index: number) => stablePlaceholder(this.sql.kind, arg(index), 'text') as never;
     const keySlots = Array.from({ length: keys }, (_, index) => text(1 + index));
     const idSlots = Array.from({ length: ids }, (_, index) => text(1 + keys + index));
+    const noApplication = APPLICATION_COLUMNS.map((column) => sql<null>`null`.as(column));
     const lookups = [
       ...(keySlots.length === 0 ? [] : [['user_key', keySlots] as const]),
       ...(idSlots.length === 0 ? [] : [['id', idSlots] as const]),
     ].map(([column, slots]) =>
       db
         .selectFrom('users')
-        .select(USER_RECORD_COLUMNS)
+        .select([
+          ...noApplication,
+          ...ALIASES.map(
+            ([user, alias]) => `${user} as ${alias}` as `${typeof user} as ${UserAlias}`,
+          ),
+        ])
         .where('application', '=', text(0))
         .where(column, 'in', slots),
     );
-    const query = db.selectFrom('applications').selectAll('applications');
-    const [first, ...others] = lookups;
-    if (first === undefined) {
-      return query
-        .select(USER_RECORD_COLUMNS.map((column) => sql<null>`null`.as(`user_${column}`)))
-        .where('applications.client_id', '=', text(0));
-    }
+    const application = db
+      .selectFrom('applications')
+      .select([...APPLICATION_COLUMNS, ...ALIASES.map(([, alias]) => sql<null>`null`.as(alias))])
+      .where('client_id', '=', text(0));
     // UNION ALL, duplicates dropped by the caller: SQLite's UNION sorts the rows on every
     // column to find them, 5.6 ms for 100 users against 0.3 ms (issue 31's batch bench).
-    const found = others.reduce((union, lookup) => union.unionAll(lookup), first).as('found');
-    return query
-      .leftJoin(found, (join) => join.onTrue())
-      .select(
-        USER_RECORD_COLUMNS.map(
-          (column) =>
-            `found.${column} as user_${column}` as `found.${typeof column} as ${UserAlias}`,
-        ),
-      )
-      .where('applications.client_id', '=', text(0));
+    return lookups.reduce(
+      (union, lookup) => union.unionAll(lookup as never),
+      application as typeof application,
+    );
   }
 
   async listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
