@@ -51,8 +51,8 @@ const batches = Array.from({ length: 50 }, () =>
 
 type Step = (batch: ReturnType<typeof question>[]) => Promise<unknown>;
 const steps: Record<string, Step> = {
-  'store: findApplicationWithUsers (one statement)': (batch) =>
-    ctx.store.users.findApplicationWithUsers(CLIENT_ID, {
+  'store: findApplicationWithDecidingUsers (one statement)': (batch) =>
+    ctx.store.users.findApplicationWithDecidingUsers(CLIENT_ID, {
       ids: batch.map((q) => q.subject.id),
       identities: batch.map((q) => {
         const [provider, identifier] = q.subject.id.split(':') as [string, string];
@@ -77,8 +77,8 @@ const steps: Record<string, Step> = {
     });
     if (response.statusCode !== 200) throw new Error(response.body);
   },
-  'one: store: findApplicationWithUsers': (batch) =>
-    ctx.store.users.findApplicationWithUsers(CLIENT_ID, {
+  'one: store: findApplicationWithDecidingUsers': (batch) =>
+    ctx.store.users.findApplicationWithDecidingUsers(CLIENT_ID, {
       ids: [batch[0]!.subject.id],
       identities: [{ provider: 'google_oauth2', identifier: batch[0]!.subject.id.split(':')[1]! }],
     }),

@@ -166,6 +166,12 @@ export interface UserRefs {
   identities: readonly { provider: string; identifier: string }[];
 }
 
+/** What an authorization decision reads of a user (findApplicationWithDecidingUsers). */
+export type DecidingUserRecord = Pick<
+  UserRecord,
+  'id' | 'provider' | 'identifier' | 'email' | 'roles' | 'active'
+>;
+
 /**
  * The users of one application that an authorization grant admits: active ones holding any of
  * `roles`, or any of `owner.roles` with `owner.attribute` equal to `owner.value` (e-mail
@@ -283,6 +289,14 @@ export interface UserRepository {
    * once; unknown refs are left out; undefined when there is no such application.
    */
   findUsersForImport(clientId: string, refs: UserRefs): Promise<UserRecord[] | undefined>;
+  /**
+   * findApplicationWithUsers with only what an authorization decision reads of each user; the
+   * application's record may be shared between calls (it is frozen).
+   */
+  findApplicationWithDecidingUsers(
+    clientId: string,
+    refs: UserRefs,
+  ): Promise<{ application: ApplicationRecord; users: DecidingUserRecord[] } | undefined>;
   /** The users the grant admits, ordered by (provider, identifier) in byte order. */
   listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
   /** Users matching the query, ordered by identifier in byte order. */

@@ -290,26 +290,29 @@ export function registerAuthzenRoutes(
         return { decision };
       }
       const questions: EvaluationInput[] = [];
-      items.forEach((item, index) => {
+      // The top-level context's application, found once for the items that leave theirs out.
+      let shared: string | undefined;
+      const required = (index: number, member: string) =>
+        errors.push({
+          pointer: `/evaluations/${index}/${member}`,
+          detail: 'is required, here or at the top level',
+        });
+      for (let index = 0; index < items.length; index++) {
+        const item = items[index]!;
         const subject = item.subject ?? body.subject;
         const action = item.action ?? body.action;
         const resource = item.resource ?? body.resource;
-        for (const [member, value] of Object.entries({ subject, action, resource })) {
-          if (value === undefined) {
-            errors.push({
-              pointer: `/evaluations/${index}/${member}`,
-              detail: 'is required, here or at the top level',
-            });
-          }
-        }
-        const context = item.context ?? body.context;
-        const contextPointer =
-          item.context === undefined ? '/context' : `/evaluations/${index}/context`;
-        const clientId = applicationOf(request, context, contextPointer, errors);
+        if (subject === undefined) required(index, 'subject');
+        if (action === undefined) required(index, 'action');
+        if (resource === undefined) required(index, 'resource');
+        const clientId =
+          item.context === undefined
+            ? (shared ??= applicationOf(request, body.context, '/context', errors))
+            : applicationOf(request, item.context, `/evaluations/${index}/context`, errors);
         if (subject !== undefined && action !== undefined && resource !== undefined) {
-          questions.push(questionOf(clientId, { subject, action, resource }));
+          questions.push({ clientId, subject, action: action.name, resource });
         }
-      });
+      }
       if (errors.length > 0) throw invalid(dedupe(errors));
       const decisions = await authzen.evaluate(questions, body.options?.evaluations_semantic);
       return { evaluations: decisions.map((decision) => ({ decision })) };

@@ -1,10 +1,18 @@
 // Authorization decisions (OpenID AuthZEN 1.0) in the domain's words: evaluations,
 // and searches for the subjects, resources and actions a decision would allow. Every decision
-// reads the user's current record: nothing is cached, so a role removed or a user deactivated
-// changes the next decision on every instance. The wire format is authzen.routes.ts's.
+// reads the user's current record and the application's current version in one statement:
+// a role removed or a user deactivated changes the next decision on every instance. (The store
+// keeps the application's parsed record by that version, never by time.) The wire format is
+// authzen.routes.ts's.
 
 import type { AuthorizationModel } from '../applications/applications.schemas.js';
-import type { ApplicationRecord, Store, UserPosition, UserRecord } from '../../store/store.js';
+import type {
+  ApplicationRecord,
+  DecidingUserRecord,
+  Store,
+  UserPosition,
+  UserRecord,
+} from '../../store/store.js';
 import {
   type Decision,
   type ResourceProperties,
@@ -51,36 +59,30 @@ export interface SearchPage<Item, Position> {
   next: Position | null;
 }
 
-/** How a subject id names a user: by identity when it reads `<provider>:<identifier>`, and by id. */
-interface UserNaming {
-  identity: { provider: string; identifier: string } | null;
-  id: string | null;
-}
-
-// A provider label (applications.schemas.ts) and the rest, after the first colon.
+// A provider label (applications.schemas.ts) and the rest, after the first colon: the
+// subject `<provider>:<identifier>`, exactly as `${provider}:${identifier}` reads.
 const IDENTITY = /^([a-z0-9_-]+_[a-z0-9_-]+):(.+)$/s;
 /** Longer subject ids cannot name a user (identifiers are at most 256 characters). */
 const MAX_SUBJECT_ID_LENGTH = 1024;
 
-function namingOf(subject: SubjectRef): UserNaming {
-  if (subject.type !== USER_SUBJECT || subject.id.length > MAX_SUBJECT_ID_LENGTH) {
-    return { identity: null, id: null };
-  }
-  const match = IDENTITY.exec(subject.id);
-  return {
-    identity: match === null ? null : { provider: match[1]!, identifier: match[2]! },
-    id: subject.id,
-  };
+/** Whether the subject can name a user at all (by id, and maybe by identity). */
+function namesUser(subject: SubjectRef): boolean {
+  return subject.type === USER_SUBJECT && subject.id.length <= MAX_SUBJECT_ID_LENGTH;
 }
 
-/** An application and the users its questions name, as one statement read them. */
-class LoadedSubjects {
-  readonly #byIdentity = new Map<string, UserRecord>();
-  readonly #byId = new Map<string, UserRecord>();
+/**
+ * An application and the users its questions name, as one statement read them. A subject
+ * names a user by identity first, then by id.
+ */
+class LoadedSubjects<User extends DecidingUserRecord> {
+  /** Users by `<provider>:<identifier>` (how the subject ids in identityNamed read), and by id. */
+  readonly #byIdentity = new Map<string, User>();
+  readonly #byId = new Map<string, User>();
 
   constructor(
     readonly application: ApplicationRecord | undefined,
-    users: readonly UserRecord[],
+    users: readonly User[],
+    private readonly identityNamed: ReadonlySet<string>,
   ) {
     for (const user of users) {
       this.#byIdentity.set(`${user.provider}:${user.identifier}`, user);
@@ -93,16 +95,20 @@ class LoadedSubjects {
   }
 
   /** The user a subject names: by identity first, then by id. */
-  userOf(subject: SubjectRef): UserRecord | undefined {
-    const naming = namingOf(subject);
-    if (naming.identity !== null) {
-      const user = this.#byIdentity.get(
-        `${naming.identity.provider}:${naming.identity.identifier}`,
-      );
+  userOf(subject: SubjectRef): User | undefined {
+    if (!namesUser(subject)) return undefined;
+    if (this.identityNamed.has(subject.id)) {
+      const user = this.#byIdentity.get(subject.id);
       if (user !== undefined) return user;
     }
-    return naming.id === null ? undefined : this.#byId.get(naming.id);
+    return this.#byId.get(subject.id);
   }
+}
+
+/** The refs of one application's questions: ids, and identities by the subject id naming them. */
+interface NamedUsers {
+  ids: Set<string>;
+  identities: Map<string, { provider: string; identifier: string }>;
 }
 
 export class AuthzenService {
@@ -130,7 +136,7 @@ export class AuthzenService {
 
   /** One decision with its reason and the user it concerns (the console's dry run). */
   async explain(evaluation: EvaluationInput): Promise<Decision & { user: UserRecord | null }> {
-    const subjects = (await this.load([evaluation])).get(evaluation.clientId)!;
+    const subjects = (await this.load([evaluation], 'records')).get(evaluation.clientId)!;
     return {
       ...this.decideLoaded(subjects, evaluation),
       user: subjects.userOf(evaluation.subject) ?? null,
@@ -223,7 +229,10 @@ export class AuthzenService {
     return { items, next: rest.length > query.limit && items.length > 0 ? items.at(-1)! : null };
   }
 
-  private decideLoaded(subjects: LoadedSubjects, evaluation: EvaluationInput): Decision {
+  private decideLoaded(
+    subjects: LoadedSubjects<DecidingUserRecord>,
+    evaluation: EvaluationInput,
+  ): Decision {
     if (subjects.application === undefined)
       return { decision: false, reason: 'unknown_application' };
     return decide(
@@ -235,28 +244,47 @@ export class AuthzenService {
   }
 
   /** Per application: the application and the users its questions name, one statement each. */
+  private load(
+    evaluations: readonly Pick<EvaluationInput, 'clientId' | 'subject'>[],
+  ): Promise<Map<string, LoadedSubjects<DecidingUserRecord>>>;
+  private load(
+    evaluations: readonly Pick<EvaluationInput, 'clientId' | 'subject'>[],
+    whole: 'records',
+  ): Promise<Map<string, LoadedSubjects<UserRecord>>>;
   private async load(
     evaluations: readonly Pick<EvaluationInput, 'clientId' | 'subject'>[],
-  ): Promise<Map<string, LoadedSubjects>> {
-    const named = new Map<
-      string,
-      { ids: Set<string>; identities: Map<string, UserNaming['identity']> }
-    >();
+    whole?: 'records',
+  ): Promise<Map<string, LoadedSubjects<DecidingUserRecord>>> {
+    const named = new Map<string, NamedUsers>();
     for (const { clientId, subject } of evaluations) {
       let refs = named.get(clientId);
       if (refs === undefined)
         named.set(clientId, (refs = { ids: new Set(), identities: new Map() }));
-      const naming = namingOf(subject);
-      if (naming.id !== null) refs.ids.add(naming.id);
-      if (naming.identity !== null) refs.identities.set(subject.id, naming.identity);
+      if (!namesUser(subject) || refs.ids.has(subject.id)) continue;
+      refs.ids.add(subject.id);
+      const match = IDENTITY.exec(subject.id);
+      if (match !== null) {
+        refs.identities.set(subject.id, { provider: match[1]!, identifier: match[2]! });
+      }
     }
+    const { users } = this.deps.store;
     const loaded = await Promise.all(
       [...named].map(async ([clientId, refs]) => {
-        const found = await this.deps.store.users.findApplicationWithUsers(clientId, {
-          ids: [...refs.ids],
-          identities: [...refs.identities.values()].filter((identity) => identity !== null),
-        });
-        return [clientId, new LoadedSubjects(found?.application, found?.users ?? [])] as const;
+        const wanted = { ids: [...refs.ids], identities: [...refs.identities.values()] };
+        // A decision reads a few columns of each user; the console's dry run shows the user.
+        const found =
+          whole === 'records'
+            ? await users.findApplicationWithUsers(clientId, wanted)
+            : await users.findApplicationWithDecidingUsers(clientId, wanted);
+        const identityNamed = new Set(refs.identities.keys());
+        return [
+          clientId,
+          new LoadedSubjects<DecidingUserRecord>(
+            found?.application,
+            found?.users ?? [],
+            identityNamed,
+          ),
+        ] as const;
       }),
     );
     return new Map(loaded);

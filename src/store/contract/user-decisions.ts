@@ -109,6 +109,52 @@ export function describeUserDecisionsContract(ctx: ContractContext): void {
       assert.equal(jerry?.users[0]?.active, false);
     });
 
+    it('reads what a decision needs of the same users, and the same application', async () => {
+      const refs = {
+        ids: ['u-morty', 'u-jerry', 'missing'],
+        identities: [
+          { provider: 'citadel_oidc', identifier: 'rick' },
+          { provider: 'citadel_oidc', identifier: 'morty' },
+        ],
+      };
+      const whole = await ctx.store.users.findApplicationWithUsers('todo', refs);
+      const deciding = await ctx.store.users.findApplicationWithDecidingUsers('todo', refs);
+      assert.deepEqual(deciding?.application, whole?.application);
+      const decidingOf = (user: UserRecord) => ({
+        id: user.id,
+        provider: user.provider,
+        identifier: user.identifier,
+        email: user.email,
+        roles: user.roles,
+        active: user.active,
+      });
+      const sorted = <T extends { id: string }>(list: T[]) =>
+        [...list].sort((a, b) => (a.id < b.id ? -1 : 1));
+      assert.deepEqual(sorted(deciding!.users), sorted(whole!.users.map(decidingOf)));
+      assert.equal(deciding!.users.length, 3);
+      assert.equal(
+        await ctx.store.users.findApplicationWithDecidingUsers('missing', refs),
+        undefined,
+      );
+    });
+
+    it('sees a changed authorization model on the very next read', async () => {
+      const refs = { ids: [], identities: [{ provider: 'citadel_oidc', identifier: 'rick' }] };
+      const before = await ctx.store.users.findApplicationWithDecidingUsers('todo', refs);
+      const changed = { actions: { can_read: { roles: ['editor'] } } };
+      const next = {
+        ...before!.application,
+        authorization: changed,
+        etag: 'changed-version',
+      };
+      assert.ok(
+        await ctx.store.applications.replaceApplication(next, before!.application.etag, []),
+      );
+      const after = await ctx.store.users.findApplicationWithDecidingUsers('todo', refs);
+      assert.deepEqual(after?.application.authorization, changed);
+      assert.equal(after?.application.etag, 'changed-version');
+    });
+
     it('reads a thousand refs in one call', async () => {
       const ids = Array.from({ length: 1000 }, (_, index) => `id-${index}`);
       const identities = ids.map((id) => ({ provider: 'citadel_oidc', identifier: id }));

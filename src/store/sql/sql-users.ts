@@ -1,5 +1,6 @@
 import type {
   ApplicationRecord,
+  DecidingUserRecord,
   NewEvent,
   PageQuery,
   UserGrant,
@@ -349,6 +350,13 @@ export class SqlUserRepository implements UserRepository {
     refs: UserRefs,
   ): Promise<{ application: ApplicationRecord; users: UserRecord[] } | undefined> {
     return this.#decisions.findApplicationWithUsers(clientId, refs);
+  }
+
+  findApplicationWithDecidingUsers(
+    clientId: string,
+    refs: UserRefs,
+  ): Promise<{ application: ApplicationRecord; users: DecidingUserRecord[] } | undefined> {
+    return this.#decisions.findApplicationWithDecidingUsers(clientId, refs);
   }
 
   listGrantedUsers(grant: UserGrant, page: PageQuery<UserPosition>): Promise<UserRecord[]> {
