@@ -105,24 +105,77 @@ export async function servePage<Item, Position, Resource>(options: {
   count: () => Promise<number>;
   toResource: (item: Item) => Resource;
 }): Promise<{ items: Resource[]; next_cursor: string | null; total?: number }> {
-  const { cursors, scope, query } = options;
-  const after =
-    query.cursor === undefined ? null : options.toPosition(cursors.decode(scope, query.cursor));
-  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  const { after, limit } = pageStart(options);
   // One row more than the page tells whether there is a next page.
   const rows = await options.fetch(after, limit + 1);
   const items = rows.slice(0, limit);
   const last = items.at(-1);
-  const nextCursor =
-    rows.length > limit && last !== undefined
-      ? cursors.encode(scope, options.positionOf(last))
-      : null;
-  linkNextPage(options.request, options.reply, nextCursor);
+  const nextCursor = nextPage(
+    options,
+    rows.length > limit && last !== undefined ? options.positionOf(last) : undefined,
+  );
   return {
     items: items.map(options.toResource),
     next_cursor: nextCursor,
-    ...(query.include_total === true ? { total: await options.count() } : {}),
+    ...(options.query.include_total === true ? { total: await options.count() } : {}),
   };
+}
+
+/**
+ * servePage for a list whose store writes the page's items as JSON text: the page's JSON,
+ * byte for byte what servePage's page serializes to, or null when the store wrote none (then
+ * servePage serves it).
+ */
+export async function servePageText<Position>(options: {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  cursors: CursorCodec;
+  scope: string;
+  query: Static<typeof PageQuery>;
+  toPosition: (decoded: unknown) => Position;
+  positionOf: (position: Position) => unknown;
+  /** Up to `limit` items after the position, as text, and whether more follow; or null. */
+  fetch: (
+    after: Position | null,
+    limit: number,
+  ) => Promise<{ items: string; last: Position | null; more: boolean } | null>;
+  count: () => Promise<number>;
+}): Promise<string | null> {
+  const { after, limit } = pageStart(options);
+  const page = await options.fetch(after, limit);
+  if (page === null) return null;
+  const nextCursor = nextPage(
+    options,
+    page.more && page.last !== null ? options.positionOf(page.last) : undefined,
+  );
+  const total = options.query.include_total === true ? `,"total":${await options.count()}` : '';
+  return `{"items":[${page.items}],"next_cursor":${JSON.stringify(nextCursor)}${total}}`;
+}
+
+/** Where a page starts (the cursor's position, or the beginning) and how long it is. */
+function pageStart<Position>(options: {
+  cursors: CursorCodec;
+  scope: string;
+  query: Static<typeof PageQuery>;
+  toPosition: (decoded: unknown) => Position;
+}): { after: Position | null; limit: number } {
+  const { cursors, scope, query } = options;
+  return {
+    after:
+      query.cursor === undefined ? null : options.toPosition(cursors.decode(scope, query.cursor)),
+    limit: query.limit ?? DEFAULT_PAGE_SIZE,
+  };
+}
+
+/** The next page's cursor (null when `position` is undefined: no next page), linked. */
+function nextPage(
+  options: { request: FastifyRequest; reply: FastifyReply; cursors: CursorCodec; scope: string },
+  position: unknown,
+): string | null {
+  const nextCursor =
+    position === undefined ? null : options.cursors.encode(options.scope, position);
+  linkNextPage(options.request, options.reply, nextCursor);
+  return nextCursor;
 }
 
 /** toPosition for lists keyed by one string (client_id, key id). */

@@ -143,6 +143,18 @@ export interface UserFilter {
   active: boolean | null;
 }
 
+/** A page of users as JSON text (UserRepository.listUsersText). */
+export interface UserPageText {
+  /** The users' JSON objects joined by commas: the inside of the page's `items` array. */
+  items: string;
+  /** How many users `items` holds. */
+  count: number;
+  /** The position of its last user; null when empty. */
+  last: UserPosition | null;
+  /** True when more users follow the page. */
+  more: boolean;
+}
+
 export interface UserPosition {
   provider: string;
   identifier: string;
@@ -263,6 +275,12 @@ export interface UserRepository {
   listUsers(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserRecord[]>;
   /** How many users match the filter. */
   countUsers(filter: UserFilter): Promise<number>;
+  /**
+   * listUsers' page (up to `page.limit` users) as the API's JSON text of its users, built by
+   * the database, and whether more users follow it, or null where the store builds rows faster than text (SQLite) or a user's
+   * timestamp falls outside the years 1970–9999 (the API then writes them from rows).
+   */
+  listUsersText(filter: UserFilter, page: PageQuery<UserPosition>): Promise<UserPageText | null>;
   /**
    * Every user matching the filter, in listUsers' order, in pages of up to `pageSize`, all read
    * from one consistent snapshot (a user written meanwhile is in it as it was when the

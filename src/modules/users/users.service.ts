@@ -21,6 +21,7 @@ import type {
   UserChange,
   UserFilter,
   UserIdentity,
+  UserPageText,
   UserPosition,
   UserQuery,
   UserQueryPage,
@@ -174,6 +175,20 @@ export class UsersService {
     // An empty page may mean a missing application; a non-empty one proves it exists.
     if (users.length === 0) await this.assertApplicationExists(filter.clientId);
     return users;
+  }
+
+  /**
+   * listUsers' page as JSON text the store built (UserRepository.listUsersText), or null when
+   * the store builds none (then listUsers); `not_found` without the application.
+   */
+  async listUsersText(
+    filter: UserFilter,
+    after: UserPosition | null,
+    limit: number,
+  ): Promise<UserPageText | null> {
+    const page = await this.deps.store.users.listUsersText(filter, { after, limit });
+    if (page !== null && page.count === 0) await this.assertApplicationExists(filter.clientId);
+    return page;
   }
 
   countUsers(filter: UserFilter): Promise<number> {
