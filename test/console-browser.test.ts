@@ -12,7 +12,7 @@
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -627,6 +627,102 @@ describe('the admin console in Chromium', { timeout: 900_000 }, async () => {
       await page.reload();
     }
     await checkPage('webhooks (health)', { light: 'webhooks' });
+  });
+
+  it(
+    'imports users: a dry run first with its error lines, then the import of the same file',
+    { skip },
+    async () => {
+      const count = async () =>
+        (
+          await callServer(
+            console_.server,
+            console_.adminKey,
+            'GET',
+            '/applications/billing-web/users?include_total=true&limit=1',
+          )
+        ).body.total as number;
+      const before = await count();
+      await page.goto(url('/console/applications/billing-web/users'));
+      await page.click('a:has-text("Import users")');
+      await page.waitForURL(/\/users\/import$/);
+      await checkPage('import form');
+      await page.selectOption('#field-format', 'auth0');
+      await page.selectOption('#field-on_conflict', 'skip');
+      await page.setInputFiles('#field-file', resolve('test/fixtures/imports/auth0-users.ndjson'));
+      await page.click('button:has-text("Check the file (dry run)")');
+      await page.waitForURL(/\/users\/imports\/[^/?]+$/);
+      // Followed until it finishes: then the confirmation appears in place.
+      await page.locator('button:has-text("Import the users")').waitFor();
+      assert.equal(await page.locator('h1').innerText(), 'Dry run of an import auth0 file');
+      const lines = await page
+        .locator('table.import-errors tbody tr td:first-child')
+        .allInnerTexts();
+      assert.ok(lines.length > 0, 'the fixture has invalid lines');
+      assert.deepEqual(
+        lines,
+        [...lines].sort((a, b) => Number(a) - Number(b)),
+        'in line order',
+      );
+      assert.equal(await count(), before, 'a dry run writes nothing');
+      await checkPage('import dry run', { light: 'import-dry-run' });
+
+      await page.click('button:has-text("Import the users")');
+      await page.waitForURL(/notice=started/);
+      await page.locator('.badge.state-succeeded').waitFor();
+      assert.equal(await page.locator('h1').innerText(), 'Import auth0 file');
+      const created = Number(await page.locator('dt:has-text("Users created") + dd').innerText());
+      assert.ok(created > 0);
+      assert.equal(await count(), before + created);
+      await checkPage('import finished');
+    },
+  );
+
+  it('follows a long import as it runs, and cancels it', { skip }, async () => {
+    // Enough lines to be running for a while on any machine: a dry run, so nothing is kept.
+    const directory = mkdtempSync(join(tmpdir(), 'tessera-console-import-'));
+    const file = join(directory, 'many.ndjson');
+    const lines: string[] = [];
+    for (let n = 0; n < 400_000; n++) {
+      lines.push(
+        JSON.stringify({
+          provider: 'google_oauth2',
+          identifier: `9${String(n).padStart(14, '0')}`,
+          name: `Bulk ${n}`,
+          email: n % 1000 === 7 ? 'not an e-mail' : `bulk${n}@example.com`,
+          locale: 'en',
+          roles: [],
+          scopes: [],
+        }),
+      );
+    }
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    try {
+      await page.goto(url('/console/applications/billing-web/users/import'));
+      await page.setInputFiles('#field-file', file);
+      await page.click('button:has-text("Check the file (dry run)")');
+      await page.waitForURL(/\/users\/imports\/[^/?]+$/);
+      await page.locator('.badge.state-running').waitFor();
+      const read = page.locator('dt:has-text("Lines read") + dd');
+      const first = Number((await read.innerText()).replaceAll(',', ''));
+      // The page asks for its progress by itself: the count grows without a reload.
+      for (let waited = 0; ; waited += 200) {
+        const now = Number((await read.innerText()).replaceAll(',', ''));
+        if (now > first) break;
+        assert.ok(waited < 60_000, `the count stayed at ${first}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      // Quickly, while it runs: the three ways of checkPage take longer than some machines' run.
+      await axe('import running (1280 px, light)', page);
+      await screenshot('import-running');
+      await page.click('button:has-text("Cancel the dry run")');
+      await page.waitForURL(/notice=cancelled/);
+      await page.locator('.badge.state-cancelled').waitFor();
+      assert.equal(await page.locator('button:has-text("Import the users")').count(), 0);
+      await checkPage('import cancelled');
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it('lands a key of one application’s users on those users, on a phone', { skip }, async () => {

@@ -120,7 +120,8 @@ describe('importing users from the console', () => {
     assert.equal(imported.counts.created, 3);
     assert.equal(await userCount(), before + 3);
     const importPage = await client.get(String(confirmed.headers.location));
-    assert.match(importPage.body, /The import is running\.|<h1>Import /);
+    assert.match(importPage.body, /The import started\./);
+    assert.match(importPage.body, /<h1>Import /);
     assert.match(importPage.body, /Users created<\/dt>\s*<dd>3<\/dd>/);
 
     // The file went to its import: the dry run's page no longer offers it.
@@ -258,6 +259,10 @@ describe('importing users from the console', () => {
     // Nor is the job reachable through the application the key may use.
     const elsewhere = location.replace('/billing-web/', '/other-app/');
     assert.equal((await restricted.get(elsewhere)).statusCode, 404);
+    // An id no job can have is not looked up.
+    for (const id of ['%00', 'x'.repeat(65), 'a%2Fb']) {
+      assert.equal((await admin.get(`${USERS}/imports/${id}`)).statusCode, 404, id);
+    }
   });
 
   it('keeps the file for the session that sent it only', async () => {

@@ -12,7 +12,7 @@ import type { Clock } from '../../clock.js';
 import { DomainError } from '../../domain-error.js';
 import { ProblemError, problem } from '../../problems.js';
 import type { ImportErrorPosition } from '../../store/store.js';
-import { ImportQuery, toImportJobResource } from '../imports/imports.schemas.js';
+import { ImportParams, ImportQuery, toImportJobResource } from '../imports/imports.schemas.js';
 import {
   type ImportOptions,
   MAX_IMPORT_BYTES,
@@ -45,7 +45,7 @@ const API_BASE = '/iam/api/v1';
 const MULTIPART = 'multipart/form-data';
 
 const NOTICES: Record<string, string> = {
-  started: 'The import is running.',
+  started: 'The import started.',
   cancelled: 'It was cancelled.',
   finished: 'It had finished already; nothing was cancelled.',
 };
@@ -80,6 +80,12 @@ export function registerConsoleImportRoutes(
   /** The job, when it is one of this application's and the key may see it; else 404. */
   async function findJob(request: FastifyRequest) {
     const { id } = request.params as { id: string };
+    // Checked as the API checks it: a job id is never sent to the store unchecked.
+    try {
+      assertBody(ImportParams, { id });
+    } catch {
+      throw problem('not-found', `There is no import "${id}".`);
+    }
     const job = await imports.findImport(id, viewerOf(request).applications);
     if (job.clientId !== clientIdOf(request)) {
       throw problem('not-found', `There is no import "${id}" of this application.`);

@@ -203,7 +203,7 @@ export function importJobSection(viewer: Viewer, view: ImportJobView): Html {
     <div class="card">
       <p class="import-state" role="status">
         <span class="badge state-${job.status}">${STATES[job.status]}</span>
-        ${running ? `${resource.lines_per_second} lines/s so far` : `${resource.lines_per_second} lines/s`}
+        ${running ? `${resource.lines_per_second.toLocaleString('en')} lines/s so far` : `${resource.lines_per_second.toLocaleString('en')} lines/s`}
         · ${resource.elapsed_seconds.toFixed(1)} s
         ${running ? html` · <a href="${jobUrl}">Refresh</a>` : ''}
       </p>
@@ -214,8 +214,6 @@ export function importJobSection(viewer: Viewer, view: ImportJobView): Html {
             html`<dt>${label}</dt>
               <dd>${count.toLocaleString('en')}</dd>`,
         )}
-      </dl>
-      <dl class="facts">
         <dt>When a user exists and differs</dt>
         <dd>${CONFLICTS.find(([value]) => value === job.onConflict)?.[1] ?? job.onConflict}</dd>
         <dt>Started</dt>
@@ -234,7 +232,7 @@ function jobActions(viewer: Viewer, view: ImportJobView): Html {
   const writable = can(viewer, 'users:write');
   if (job.status === 'running') {
     return writable
-      ? html`<form method="post" action="${jobUrl}/cancel" class="card">
+      ? html`<form method="post" action="${jobUrl}/cancel" class="card import-cancel">
           ${csrfField(viewer)}
           <p>
             Cancelling stops the ${job.dryRun ? 'dry run' : 'import'} at its next line;
@@ -250,15 +248,12 @@ function jobActions(viewer: Viewer, view: ImportJobView): Html {
     return html`<p><a href="${usersBase(job.clientId)}">See the users of ${job.clientId}</a></p>`;
   }
   if (job.status === 'succeeded' && view.uploadKept && writable) {
-    const valid = job.counts.read - job.counts.invalid;
     return html`<form method="post" action="${jobUrl}/run" class="card">
       <h2>Import this file</h2>
       ${csrfField(viewer)}
       <p>
-        ${valid.toLocaleString('en')} of ${job.counts.read.toLocaleString('en')} lines are good
-        ${job.counts.invalid > 0 ? html`; the ${job.counts.invalid.toLocaleString('en')} invalid lines are left out` : ''}.
-        The import reads the same file again, as the dry run did; users changed meanwhile are taken
-        as they are then.
+        ${goodLines(job)} The import reads the same file again, as the dry run did; users changed
+        meanwhile are taken as they are then.
       </p>
       <button type="submit">Import the users</button>
     </form>`;
@@ -271,6 +266,15 @@ function jobActions(viewer: Viewer, view: ImportJobView): Html {
     }
     <a href="${usersBase(job.clientId)}/import">Upload a file</a>
   </p>`;
+}
+
+/** "9 of 13 lines are good; the 4 invalid lines are left out." */
+function goodLines(job: ImportJobRecord): string {
+  const { read, invalid } = job.counts;
+  const good = `${(read - invalid).toLocaleString('en')} of ${read.toLocaleString('en')} lines are good`;
+  return invalid === 0
+    ? `${good}.`
+    : `${good}; the ${invalid.toLocaleString('en')} invalid ${invalid === 1 ? 'line is' : 'lines are'} left out.`;
 }
 
 function errorLines(view: ImportJobView, jobUrl: string): Html {
