@@ -9,6 +9,12 @@
 // alternately, ROUNDS times per scenario (the earlier build first in odd rounds), each run
 // after a warm-up. Printed: medians of req/s, CPU µs per request and latency, and the median of
 // the rounds' ratios (this build ÷ the earlier one).
+//
+// BENCH_CPU_PROF=<dir>: both servers run with the inspector on a loopback port and each measured
+// run (not the warm-ups) is recorded by V8's sampling profiler, one .cpuprofile per run, listed in
+// <dir>/cpuprof-<store>.json under the scenario's name and the build's label, for
+// `bench/profile-steps.ts` (whose --functions N lists the functions that cost the most, to diff
+// two builds).
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,6 +26,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import type { Store, UserRecord } from '../src/store/store.js';
+import type { ProfiledRun } from './profile-steps.js';
 import {
   type ServerProcess,
   buildServerCopy,
@@ -37,6 +44,9 @@ const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 1);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CONNECTIONS = 32;
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
+const CPU_PROF_INTERVAL_US = Number(process.env.BENCH_CPU_PROF_INTERVAL ?? 250);
+const cpuProfRuns: ProfiledRun[] = [];
 const SEED_BATCH = 10_000;
 const CLIENT_ID = 'bench-app';
 const PROVIDER = 'google_oauth2';
@@ -122,6 +132,8 @@ function seedUser(n: number, now: number): UserRecord {
 interface Database {
   url: string;
   drop: () => Promise<void>;
+  /** PostgreSQL: the server processes serving this database now (its backends). */
+  backends?: () => Promise<number[]>;
 }
 
 async function createDatabase(kind: string, label: string): Promise<Database> {
@@ -141,6 +153,19 @@ async function createDatabase(kind: string, label: string): Promise<Database> {
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    backends: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ pid: number }>(
+          'select pid from pg_stat_activity where datname = $1',
+          [name],
+        );
+        return rows.map((row) => row.pid);
+      } finally {
+        await client.end();
+      }
+    },
     drop: async () => {
       const client = new pg.Client({ connectionString: POSTGRES_URL });
       await client.connect();
@@ -250,21 +275,104 @@ function scenarios(apiKey: string): { name: string; expect: number; next: () => 
 }
 
 /** CPU time a process used so far (user + system), in µs (Linux /proc); NaN elsewhere. */
-function cpuTimeOf(pid: number): number {
+function cpuTimeOf(pid: number, thread?: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10_000;
   } catch {
     return NaN;
   }
 }
 
+/** A Chrome DevTools Protocol session with a server's inspector (Node's global WebSocket). */
+interface Inspector {
+  send: (method: string, params?: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  close: () => void;
+}
+
+async function connectInspector(output: () => string): Promise<Inspector> {
+  const deadline = Date.now() + 10_000;
+  let url: string | undefined;
+  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(output())?.[1]) === undefined) {
+    if (Date.now() > deadline) throw new Error('the inspector did not say where it listens');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const socket = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true });
+    socket.addEventListener('error', reject, { once: true });
+  });
+  let nextId = 0;
+  const pending = new Map<number, (result: Record<string, unknown>) => void>();
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as {
+      id?: number;
+      result?: Record<string, unknown>;
+    };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result ?? {});
+  });
+  return {
+    send: (method, params = {}) =>
+      new Promise((resolve) => {
+        const id = ++nextId;
+        pending.set(id, resolve);
+        socket.send(JSON.stringify({ id, method, params }));
+      }),
+    close: () => socket.close(),
+  };
+}
+
+/** drive(), recorded by V8's profiler through `inspector` when there is one. */
+async function driveProfiled(
+  server: ServerProcess,
+  inspector: Inspector | undefined,
+  scenario: string,
+  next: () => Shape,
+  expect: number,
+  seconds: number,
+  database: Database,
+): Promise<Figures> {
+  if (inspector === undefined) return drive(server, next, expect, seconds, database);
+  const pid = server.process.pid!;
+  await inspector.send('Profiler.setSamplingInterval', { interval: CPU_PROF_INTERVAL_US });
+  await inspector.send('Profiler.start');
+  const mainBefore = cpuTimeOf(pid, pid);
+  const processBefore = cpuTimeOf(pid);
+  const figures = await drive(server, next, expect, seconds, database);
+  const mainThreadCpuUs = cpuTimeOf(pid, pid) - mainBefore;
+  const processCpuUs = cpuTimeOf(pid) - processBefore;
+  const { profile } = await inspector.send('Profiler.stop');
+  const file = join(CPU_PROF_DIR!, `${scenario}-${cpuProfRuns.length}-${Date.now()}.cpuprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  cpuProfRuns.push({
+    scenario,
+    file,
+    answered: Math.round(figures.rps * seconds),
+    intervalUs: CPU_PROF_INTERVAL_US,
+    mainThreadCpuUs,
+    processCpuUs,
+  });
+  return figures;
+}
+
 interface Figures {
   rps: number;
   cpuUs: number;
+  /**
+   * CPU µs per request of the database server's processes serving the build's database
+   * (PostgreSQL's backends, on this machine); NaN for SQLite, which runs in the server.
+   */
+  dbCpuUs: number;
   p50: number;
   p99: number;
   unexpected: number;
+}
+
+/** CPU time so far of each of the database's backends (by pid). */
+async function backendTimes(database: Database | undefined): Promise<Map<number, number>> {
+  const pids = (await database?.backends?.()) ?? [];
+  return new Map(pids.map((pid) => [pid, cpuTimeOf(pid)]));
 }
 
 async function drive(
@@ -272,8 +380,10 @@ async function drive(
   next: () => Shape,
   expect: number,
   seconds: number,
+  database?: Database,
 ): Promise<Figures> {
   const pid = server.process.pid!;
+  const dbBefore = await backendTimes(database);
   const cpuBefore = cpuTimeOf(pid);
   const result = await autocannon({
     url: server.baseUrl,
@@ -288,6 +398,11 @@ async function drive(
       },
     ],
   });
+  const cpuAfter = cpuTimeOf(pid);
+  const dbAfter = await backendTimes(database);
+  let dbCpu = 0;
+  // A backend that ended during the run is lost (the pool keeps its connections while busy).
+  for (const [backend, time] of dbAfter) dbCpu += time - (dbBefore.get(backend) ?? 0);
   let answered = 0;
   let expected = 0;
   for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) {
@@ -296,7 +411,8 @@ async function drive(
   }
   return {
     rps: answered / result.duration,
-    cpuUs: (cpuTimeOf(pid) - cpuBefore) / answered,
+    cpuUs: (cpuAfter - cpuBefore) / answered,
+    dbCpuUs: database?.backends === undefined ? NaN : dbCpu / answered,
     p50: result.latency.p50,
     p99: result.latency.p99,
     unexpected: answered - expected + result.errors + result.timeouts,
@@ -317,28 +433,48 @@ async function benchStore(kind: string, builds: { candidate: Build; baseline: Bu
   const apiKey = `tsr_bench_${randomBytes(24).toString('base64url')}`;
   const databases: Database[] = [];
   const servers: ServerProcess[] = [];
+  const inspectors: Partial<Record<'candidate' | 'baseline', Inspector>> = {};
   const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-data-'));
   try {
     const started: Record<'candidate' | 'baseline', ServerProcess> = {} as never;
+    const databaseOf = {} as Record<'candidate' | 'baseline', Database>;
     for (const which of ['baseline', 'candidate'] as const) {
       const build = builds[which];
       const database = await createDatabase(kind, which);
       databases.push(database);
+      databaseOf[which] = database;
       const seeding = Date.now();
       await seed(build, database.url);
       log(
         `== ${kind}, ${build.label}: seeded ${USERS} users in ${(Date.now() - seeding) / 1000} s`,
       );
-      const server = await startServerProcess(process.execPath, [...START_FLAGS, build.main], {
-        DATABASE_URL: database.url,
-        IAM_BOOTSTRAP_API_KEY: apiKey,
-        IAM_DATA_DIR: join(dataDir, which),
-        IAM_RATE_LIMIT_PER_MINUTE: '999999999',
-        IAM_AUTH_FAILURES_PER_MINUTE: '0',
-        LOG_LEVEL: 'info',
-      });
+      const server = await startServerProcess(
+        process.execPath,
+        [
+          ...START_FLAGS,
+          ...(CPU_PROF_DIR === undefined ? [] : ['--inspect=127.0.0.1:0']),
+          build.main,
+        ],
+        {
+          DATABASE_URL: database.url,
+          IAM_BOOTSTRAP_API_KEY: apiKey,
+          IAM_DATA_DIR: join(dataDir, which),
+          IAM_RATE_LIMIT_PER_MINUTE: '999999999',
+          IAM_AUTH_FAILURES_PER_MINUTE: '0',
+          LOG_LEVEL: 'info',
+        },
+      );
       servers.push(server);
       started[which] = server;
+      if (CPU_PROF_DIR !== undefined) {
+        mkdirSync(CPU_PROF_DIR, { recursive: true });
+        const inspector = await connectInspector(server.output);
+        await inspector.send('Profiler.enable');
+        inspectors[which] = inspector;
+      }
+      // The access log (a line per request) would grow the kept output without bound.
+      server.process.stdout!.removeAllListeners('data');
+      server.process.stdout!.resume();
     }
     const rows: Row[] = [];
     for (const scenario of scenarios(apiKey)) {
@@ -351,17 +487,26 @@ async function benchStore(kind: string, builds: { candidate: Build; baseline: Bu
         const figures = {} as Record<'candidate' | 'baseline', Figures>;
         for (const which of order) {
           await drive(started[which], scenario.next, scenario.expect, WARMUP_S);
-          figures[which] = await drive(started[which], scenario.next, scenario.expect, DURATION_S);
+          figures[which] = await driveProfiled(
+            started[which],
+            inspectors[which],
+            `${scenario.name} (${builds[which].label})`,
+            scenario.next,
+            scenario.expect,
+            DURATION_S,
+            databaseOf[which],
+          );
         }
         rounds.push(figures);
         log(
           `   ${kind} ${scenario.name} round ${round + 1}: ${builds.candidate.label} ${figures.candidate.rps.toFixed(0)} req/s, ` +
-            `${builds.baseline.label} ${figures.baseline.rps.toFixed(0)} req/s (load ${loadavg()[0]!.toFixed(1)})`,
+            `${builds.baseline.label} ${figures.baseline.rps.toFixed(0)} req/s; CPU µs/req ${figures.candidate.cpuUs.toFixed(0)} / ${figures.baseline.cpuUs.toFixed(0)} (load ${loadavg()[0]!.toFixed(1)})`,
         );
       }
       const summary = (which: 'candidate' | 'baseline'): Figures => ({
         rps: median(rounds.map((r) => r[which].rps)),
         cpuUs: median(rounds.map((r) => r[which].cpuUs)),
+        dbCpuUs: median(rounds.map((r) => r[which].dbCpuUs)),
         p50: median(rounds.map((r) => r[which].p50)),
         p99: median(rounds.map((r) => r[which].p99)),
         unexpected: rounds.reduce((sum, r) => sum + r[which].unexpected, 0),
@@ -378,6 +523,13 @@ async function benchStore(kind: string, builds: { candidate: Build; baseline: Bu
     }
     return rows;
   } finally {
+    for (const inspector of Object.values(inspectors)) inspector.close();
+    if (CPU_PROF_DIR !== undefined) {
+      writeFileSync(
+        join(CPU_PROF_DIR, `cpuprof-${kind}.json`),
+        JSON.stringify(cpuProfRuns.splice(0), null, 1),
+      );
+    }
     for (const server of servers) await server.stop();
     for (const database of databases) await database.drop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -402,13 +554,15 @@ async function main() {
   const header =
     `\n${candidate.label === 'this build' ? 'This build' : candidate.label} against ${baseline.label} (${USERS.toLocaleString('en')} users, ${ROUNDS} alternated rounds of ` +
     `${DURATION_S} s, ${CONNECTIONS} connections; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)}):\n\n` +
-    '| store | scenario | req/s | baseline req/s | ratio (median of rounds) | CPU µs/req | baseline CPU µs/req | p99 ms | baseline p99 ms |\n' +
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
+    '| store | scenario | req/s | baseline req/s | ratio (median of rounds) | CPU µs/req | baseline CPU µs/req | database CPU µs/req | baseline database CPU µs/req | p99 ms | baseline p99 ms |\n' +
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
   const table = rows
     .map(
       (row) =>
         `| ${row.store} | ${row.scenario} | ${row.candidate.rps.toFixed(0)} | ${row.baseline.rps.toFixed(0)} | ` +
         `${row.ratio.toFixed(2)} | ${row.candidate.cpuUs.toFixed(0)} | ${row.baseline.cpuUs.toFixed(0)} | ` +
+        `${Number.isNaN(row.candidate.dbCpuUs) ? '–' : row.candidate.dbCpuUs.toFixed(0)} | ` +
+        `${Number.isNaN(row.baseline.dbCpuUs) ? '–' : row.baseline.dbCpuUs.toFixed(0)} | ` +
         `${row.candidate.p99} | ${row.baseline.p99} |`,
     )
     .join('\n');

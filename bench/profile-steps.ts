@@ -1,6 +1,12 @@
 // Where the main thread's CPU goes, per scenario and step, from a `BENCH_CPU_PROF=<dir>` run:
 //
 //   node --import tsx bench/profile-steps.ts <dir>/cpuprof-<store>.json [--markdown] [--stacks N]
+//     [--functions N] [--inclusive N]
+//
+// --functions N lists each scenario's N functions of most self time (µs of the main thread per
+// request), --inclusive N the N of most time with their callees (a function counted once per
+// sample however often it recurs): side by side for two builds' runs of one scenario
+// (bench/baseline.ts's profiles), the difference is where the added cost sits.
 //
 // Each measured run of Tessera was recorded by V8's sampling profiler (bench/run.ts, through the
 // inspector). Every sample is given to one step by its stack: the frames are read from the leaf
@@ -84,7 +90,8 @@ const RULES: [Step, (frame: CallFrame) => boolean][] = [
   ['hook: failure limiter', (f) => /\/http\/auth-failures\.[jt]s$/.test(f.url)],
   [
     'hook: API-key auth (incl. digest)',
-    (f) => /\/http\/auth\.[jt]s$|\/api-keys\/api-key-authenticator\.service\.[jt]s$/.test(f.url),
+    // (api-key-authenticator.service.js; api-key-authenticator.js in earlier builds such as 95ac0ff)
+    (f) => /\/http\/auth\.[jt]s$|\/api-keys\/api-key-authenticator(\.service)?\.[jt]s$/.test(f.url),
   ],
   [
     'hook: rate limit',
@@ -189,7 +196,12 @@ interface Tally {
   rawUs: number;
   bySteps: Map<Step, number>;
   unmatched: Map<string, number>;
+  selfByFunction: Map<string, number>;
+  inclusiveByFunction: Map<string, number>;
 }
+
+const frameName = (f: CallFrame & { lineNumber?: number }) =>
+  `${f.functionName || '(anonymous)'} ${f.url.replace(/.*\/node_modules\//, '').replace(/.*\/(dist|src)\//, '')}:${(f.lineNumber ?? -1) + 1}`;
 
 function tallyRuns(runs: ProfiledRun[]): Map<string, Tally> {
   const tallies = new Map<string, Tally>();
@@ -207,6 +219,8 @@ function tallyRuns(runs: ProfiledRun[]): Map<string, Tally> {
       rawUs: 0,
       bySteps: new Map(),
       unmatched: new Map(),
+      selfByFunction: new Map(),
+      inclusiveByFunction: new Map(),
     };
     tally.answered += run.answered;
     tally.mainThreadCpuUs += run.mainThreadCpuUs;
@@ -230,6 +244,12 @@ function tallyRuns(runs: ProfiledRun[]): Map<string, Tally> {
       tally.busySamples++;
       tally.rawUs += run.intervalUs;
       tally.bySteps.set(step, (tally.bySteps.get(step) ?? 0) + 1);
+      const stack = stackOf(sample);
+      const self = frameName(stack[0]!);
+      tally.selfByFunction.set(self, (tally.selfByFunction.get(self) ?? 0) + 1);
+      for (const name of new Set(stack.map(frameName))) {
+        tally.inclusiveByFunction.set(name, (tally.inclusiveByFunction.get(name) ?? 0) + 1);
+      }
       if (step === 'other (Node internals, promises, timers)') {
         const key = stackOf(sample)
           .slice(0, 4)
@@ -310,6 +330,21 @@ function main(): void {
     );
     for (const [step, us] of [...f.steps].sort((a, b) => b[1] - a[1])) {
       if (us >= 0.5) print(`  ${us.toFixed(1).padStart(7)}  ${step}`);
+    }
+    for (const [flag, counts] of [
+      ['--functions', f.tally.selfByFunction],
+      ['--inclusive', f.tally.inclusiveByFunction],
+    ] as const) {
+      const at = args.indexOf(flag);
+      if (at === -1) continue;
+      print(`  ${flag === '--functions' ? 'self' : 'inclusive'} time (µs per request):`);
+      for (const [name, count] of [...counts]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, Number(args[at + 1] ?? 30))) {
+        print(
+          `  ${((count / f.tally.busySamples) * f.mainThread).toFixed(1).padStart(7)}  ${name}`,
+        );
+      }
     }
     if (stacks > 0) {
       print(`  unattributed stacks (samples):`);
