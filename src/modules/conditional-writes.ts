@@ -2,7 +2,7 @@
 // write on the version read, so the database decides between racing writers. Within one
 // process, writes to the same resource also queue behind each other, so they never race.
 
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { domainError } from '../domain-error.js';
 
 export interface Versioned {
@@ -15,9 +15,24 @@ export type VersionCondition = (version: string) => boolean;
 /** No precondition: any existing version will do. */
 export const anyVersion: VersionCondition = () => true;
 
+const VERSION_BYTES = 12;
+/**
+ * Random bytes for the next 256 versions, drawn from the CSPRNG at once: one randomBytes(12)
+ * per write cost 3-4 µs of CPU (a native job each time), a slice of the pool well under one
+ * (Node's randomUUID keeps a pool the same way). Each slice is used once.
+ */
+const versionPool = Buffer.alloc(VERSION_BYTES * 256);
+let versionOffset = versionPool.length;
+
 /** A fresh version token: 96 random bits, so a recreated resource never reuses an ETag. */
 export function newVersion(): string {
-  return randomBytes(12).toString('base64url');
+  if (versionOffset === versionPool.length) {
+    randomFillSync(versionPool);
+    versionOffset = 0;
+  }
+  const start = versionOffset;
+  versionOffset += VERSION_BYTES;
+  return versionPool.toString('base64url', start, versionOffset);
 }
 
 /**

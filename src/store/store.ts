@@ -341,12 +341,16 @@ export interface UserRepository {
   /**
    * Replaces the user with next.id when its etag still equals `expectedEtag`; false otherwise.
    * The identifier may change (a rename): DuplicateError when the new identity is taken, or
-   * (a user of the SCIM provider) the new userName in another case.
+   * (a user of the SCIM provider) the new userName in another case. `keepsIdentity`: the
+   * caller knows that next has the provider and identifier of the version it replaces, so the
+   * store need not rewrite them (and their indexes); a user whose identity differs is then
+   * left as it is (false).
    */
   replaceUser(
     next: UserRecord,
     expectedEtag: string,
     events: readonly NewEvent[],
+    options?: { keepsIdentity?: boolean },
   ): Promise<boolean>;
   /** Deletes the user when its etag still equals `expectedEtag`; false otherwise. */
   deleteUser(

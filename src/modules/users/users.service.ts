@@ -223,6 +223,11 @@ export class UsersService {
               next,
               expected,
               userEvents(origin, next.updatedAt, current, next),
+              // Most writes leave the identity alone: the store then rewrites less.
+              {
+                keepsIdentity:
+                  next.identifier === current.identifier && next.provider === current.provider,
+              },
             ),
         }),
       );

@@ -282,6 +282,36 @@ export function describeUsersContract(ctx: ContractContext): void {
       }
     });
 
+    it('replaces a profile that keeps the identity alike, and refuses it for a renamed user', async () => {
+      const stored = userRecord('app', 'google_oauth2', 'alice', { externalId: 'ext-1' });
+      await ctx.store.users.insertUser(stored, []);
+      const next: UserRecord = {
+        ...stored,
+        name: 'Alice Kept',
+        email: 'Kept@Example.com',
+        roles: ['writer'],
+        active: false,
+        externalId: 'ext-2',
+        labels: { email: { type: 'work', primary: true } },
+        updatedAt: T0 + 1,
+        etag: 'user-alice-2',
+      };
+      const keeps = { keepsIdentity: true };
+      assert.equal(await ctx.store.users.replaceUser(next, 'stale', [], keeps), false);
+      assert.equal(await ctx.store.users.replaceUser(next, stored.etag, [], keeps), true);
+      assert.deepEqual(await ctx.store.users.findUser(identityOf(stored)), next);
+      assert.equal(
+        await ctx.store.users.countUsers(usersOf('app', { email: 'kept@example.com' })),
+        1,
+      );
+      // Told wrongly that the identity stays: nothing changes, rather than half of the user.
+      const renamed = { ...next, identifier: 'alicia', updatedAt: T0 + 2, etag: 'user-alice-3' };
+      assert.equal(await ctx.store.users.replaceUser(renamed, next.etag, [], keeps), false);
+      assert.deepEqual(await ctx.store.users.findUser(identityOf(stored)), next);
+      assert.equal(await ctx.store.users.replaceUser(renamed, next.etag, []), true);
+      assert.deepEqual(await ctx.store.users.findUser(identityOf(renamed)), renamed);
+    });
+
     it('replaces nothing and creates nothing for a missing user', async () => {
       const ghost = userRecord('app', 'google_oauth2', 'ghost');
       assert.equal(await ctx.store.users.replaceUser(ghost, ghost.etag, []), false);

@@ -73,6 +73,23 @@ const USER_COLUMNS = columnsWithout('user_key', 'email_normalized', 'identifier_
 /** The columns a replace changes: all but the application, the id and the creation time. */
 const CHANGED_COLUMNS = columnsWithout('application', 'id', 'created_at');
 
+/**
+ * The columns a replace that keeps the user's identity changes: not its key, provider,
+ * identifier or their folded forms. SQLite rewrites the entry of every index that has a
+ * column the UPDATE assigns, changed or not: leaving these out spares the primary key,
+ * users_identifier_folded and users_scim_user_name (a find and replace of one user among
+ * 100,000 in one transaction: 44 µs of CPU instead of 64).
+ */
+const PROFILE_COLUMNS = columnsWithout(
+  'application',
+  'id',
+  'created_at',
+  'user_key',
+  'provider',
+  'identifier',
+  'identifier_folded',
+);
+
 /** `{ column: arg(i) }` for the columns, in order from `first`. */
 function boundColumns(columns: readonly string[], arg: Parameter, first = 0) {
   return Object.fromEntries(columns.map((column, index) => [column, arg(first + index)]));
@@ -140,6 +157,7 @@ export class SqlUserRepository implements UserRepository {
   readonly #findUserById;
   readonly #insertUser;
   readonly #replaceUser;
+  readonly #replaceProfile;
   readonly #queries = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
   /** Inserts ROWS_PER_INSERT users; compiled on the first bulk insert that fills one. */
   #insertFullChunk: ((...args: unknown[]) => CompiledQuery) | undefined;
@@ -183,6 +201,16 @@ export class SqlUserRepository implements UserRepository {
         .where('application', '=', arg<string>(CHANGED_COLUMNS.length))
         .where('id', '=', arg<string>(CHANGED_COLUMNS.length + 1))
         .where('etag', '=', arg<string>(CHANGED_COLUMNS.length + 2)),
+    );
+    this.#replaceProfile = precompile((arg) =>
+      sql.db
+        .updateTable('users')
+        .set(boundColumns(PROFILE_COLUMNS, arg) as Updateable<UsersTable>)
+        .where('application', '=', arg<string>(PROFILE_COLUMNS.length))
+        .where('id', '=', arg<string>(PROFILE_COLUMNS.length + 1))
+        .where('etag', '=', arg<string>(PROFILE_COLUMNS.length + 2))
+        // A caller mistaken about the identity changes nothing rather than half of it.
+        .where('user_key', '=', arg<string>(PROFILE_COLUMNS.length + 3)),
     );
   }
 
@@ -593,11 +621,26 @@ export class SqlUserRepository implements UserRepository {
     next: UserRecord,
     expectedEtag: string,
     events: readonly NewEvent[],
+    options: { keepsIdentity?: boolean } = {},
   ): Promise<boolean> {
-    const [changed] = await this.sql.write([this.replaceStatement(next, expectedEtag)], {
-      events: events.map(toEventRow),
-    });
+    const statement =
+      options.keepsIdentity === true
+        ? this.#replaceProfileStatement(next, expectedEtag)
+        : this.replaceStatement(next, expectedEtag);
+    const [changed] = await this.sql.write([statement], { events: events.map(toEventRow) });
     return changed === 1;
+  }
+
+  /** The UPDATE of a replace that keeps the identity (PROFILE_COLUMNS). */
+  #replaceProfileStatement(next: UserRecord, expectedEtag: string): CompiledQuery {
+    const row = toUserRow(next);
+    return this.#replaceProfile(
+      ...PROFILE_COLUMNS.map((column) => row[column]),
+      row.application,
+      row.id,
+      expectedEtag,
+      row.user_key,
+    );
   }
 
   /** The conditional UPDATE of replaceUser, for transactions that change several rows. */
