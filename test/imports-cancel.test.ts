@@ -2,6 +2,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { call, createApplication, problemOf, useTestApp, userPath } from './helpers.js';
+import { IMPORT_BATCH_LINES } from '../src/modules/imports/imports.service.js';
 import { ndjson, waitForImport } from './import-kit.js';
 
 const CLIENT = 'billing-web';
@@ -26,11 +27,15 @@ describe('DELETE /imports/:id', () => {
   it('stops a running job at its next line; what it wrote stays, the rest is not written', async () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    // A body that sends 1,500 lines, then waits: the first batch (1,000) is written meanwhile.
+    // A body that sends a batch and a half, then waits: the first batch is written meanwhile.
+    const batch = IMPORT_BATCH_LINES;
+    const half = Math.floor(batch / 2);
     async function* body() {
-      yield Buffer.from(ndjson(Array.from({ length: 1500 }, (_, n) => line(n))));
+      yield Buffer.from(ndjson(Array.from({ length: batch + half }, (_, n) => line(n))));
       await released;
-      yield Buffer.from(ndjson(Array.from({ length: 500 }, (_, n) => line(1500 + n))));
+      yield Buffer.from(
+        ndjson(Array.from({ length: batch - half }, (_, n) => line(batch + half + n))),
+      );
     }
     const { job, finished } = await ctx.services.imports.startImport(
       CLIENT,
@@ -50,7 +55,7 @@ describe('DELETE /imports/:id', () => {
       const seen = (await call(ctx, 'GET', `/imports/${job.id}`)).json<{
         counts: { created: number };
       }>();
-      if (seen.counts.created >= 1000) break;
+      if (seen.counts.created >= batch) break;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     const cancelled = await call(ctx, 'DELETE', `/imports/${job.id}`);
@@ -59,14 +64,15 @@ describe('DELETE /imports/:id', () => {
     release();
     const ended = await finished;
     assert.equal(ended.status, 'cancelled');
-    assert.equal(ended.counts.created, 1000);
+    assert.equal(ended.counts.created, batch);
     assert.equal((await waitForImport(ctx, job.id)).status, 'cancelled');
     assert.equal(
-      (await call(ctx, 'GET', userPath(CLIENT, 'google_oauth2', 'user-999'))).statusCode,
+      (await call(ctx, 'GET', userPath(CLIENT, 'google_oauth2', `user-${batch - 1}`))).statusCode,
       200,
     );
     assert.equal(
-      (await call(ctx, 'GET', userPath(CLIENT, 'google_oauth2', 'user-1999'))).statusCode,
+      (await call(ctx, 'GET', userPath(CLIENT, 'google_oauth2', `user-${2 * batch - 1}`)))
+        .statusCode,
       404,
     );
     problemOf(await call(ctx, 'DELETE', `/imports/${job.id}`), 409);

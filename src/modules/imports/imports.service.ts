@@ -47,8 +47,15 @@ export interface ImportOptions {
  */
 export const MAX_IMPORT_BYTES = 8 * 1024 ** 3;
 
-/** Lines a batch holds: its users are read, planned and written together, in one transaction. */
-export const IMPORT_BATCH_LINES = 1000;
+/**
+ * Lines a batch holds: its users are read, planned and written together, in one transaction.
+ * Kept short for two reasons. On SQLite the write holds the event loop (1,000 users took ~25 ms
+ * on a quiet machine), and requests wait behind it. And what a batch allocates lives until its
+ * commit: past V8's young generation it is promoted, and the old generation grew by ~100 MB
+ * before its next full GC (500 lines a batch: +143 MB RSS over 60,000 users; 250: +41 to +58
+ * MB; bench/README.md). A commit costs 2–3 ms, so shorter batches cost throughput.
+ */
+export const IMPORT_BATCH_LINES = 250;
 
 /** Error lines kept per job; past them lines are still counted invalid, but not listed. */
 export const MAX_STORED_ERRORS = 100_000;

@@ -33,6 +33,8 @@ import { SqlUserDecisionReads } from './sql-user-decisions.js';
 // Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
 // parameters and PostgreSQL's of 65,535.
 const ROWS_PER_INSERT = 1000;
+// Row counts whose bulk INSERT is kept compiled (a full chunk, an import's batch, the last ones).
+const BULK_INSERT_SHAPES_KEPT = 16;
 // Ids per IN list when users are read by id.
 const IDS_PER_SELECT = 500;
 // Distinct query shapes kept compiled; past this many the cache starts over.
@@ -159,10 +161,8 @@ export class SqlUserRepository implements UserRepository {
   readonly #replaceUser;
   readonly #replaceProfile;
   readonly #queries = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
-  /** Inserts ROWS_PER_INSERT users; compiled on the first bulk insert that fills one. */
-  #insertFullChunk: ((...args: unknown[]) => CompiledQuery) | undefined;
-  /** SQLite's INSERT of ROWS_PER_INSERT users (sqliteBulkInsert). */
-  #sqliteFullChunk: string | undefined;
+  /** Bulk INSERTs by row count (#bulkInsert). */
+  readonly #bulkInserts = new Map<number, (values: unknown[]) => CompiledQuery>();
   readonly #pages = new Map<string, (...args: unknown[]) => CompiledQuery<UserRow>>();
   readonly #textPages = new Map<string, (...args: unknown[]) => CompiledQuery<UserPageTextRow>>();
   readonly #scimQueries = new Map<
@@ -240,48 +240,48 @@ export class SqlUserRepository implements UserRepository {
     await this.sql.write(this.insertStatements(users), { events: events.map(toEventRow) });
   }
 
-  /** The INSERTs of insertUsers (one per ROWS_PER_INSERT users), for writes that do more. */
-  insertStatements(users: readonly UserRecord[]): CompiledQuery[] {
+  /**
+   * The INSERTs of insertUsers (one per `rowsPerStatement` users, at most ROWS_PER_INSERT), for
+   * writes that do more. Each statement's text is made once per row count.
+   */
+  insertStatements(
+    users: readonly UserRecord[],
+    rowsPerStatement: number = ROWS_PER_INSERT,
+  ): CompiledQuery[] {
+    const size = Math.min(rowsPerStatement, ROWS_PER_INSERT);
     const statements = [];
-    for (let start = 0; start < users.length; start += ROWS_PER_INSERT) {
-      const rows = users.slice(start, start + ROWS_PER_INSERT).map(toUserRow);
+    for (let start = 0; start < users.length; start += size) {
+      const rows = users.slice(start, start + size).map(toUserRow);
+      const values: unknown[] = [];
+      for (const row of rows) for (const column of ROW_COLUMNS) values.push(row[column]);
+      statements.push(this.#bulkInsert(rows.length)(values));
+    }
+    return statements;
+  }
+
+  /** The INSERT of `count` users, binding their ROW_COLUMNS values row after row. */
+  #bulkInsert(count: number): (values: unknown[]) => CompiledQuery {
+    let insert = this.#bulkInserts.get(count);
+    if (insert === undefined) {
+      if (this.#bulkInserts.size >= BULK_INSERT_SHAPES_KEPT) this.#bulkInserts.clear();
       if (this.sql.kind === 'sqlite') {
-        const text =
-          rows.length === ROWS_PER_INSERT
-            ? (this.#sqliteFullChunk ??= sqliteBulkInsert(ROWS_PER_INSERT))
-            : sqliteBulkInsert(rows.length);
-        const values = rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]));
-        statements.push(CompiledQuery.raw(text, values));
-        continue;
-      }
-      if (rows.length < ROWS_PER_INSERT) {
-        const values = rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]));
-        statements.push(
+        const text = sqliteBulkInsert(count);
+        insert = (values) => CompiledQuery.raw(text, values);
+      } else {
+        const compiled = precompile((arg) =>
           this.sql.db
             .insertInto('users')
             .values(
-              rows.map((_, index) =>
-                this.insertedRow((slot) => values[slot] as never, index * ROW_COLUMNS.length),
+              Array.from({ length: count }, (_, index) =>
+                this.insertedRow(arg, index * ROW_COLUMNS.length),
               ),
-            )
-            .compile(),
-        );
-        continue;
-      }
-      this.#insertFullChunk ??= precompile((arg) =>
-        this.sql.db
-          .insertInto('users')
-          .values(
-            Array.from({ length: ROWS_PER_INSERT }, (_, index) =>
-              this.insertedRow(arg, index * ROW_COLUMNS.length),
             ),
-          ),
-      );
-      statements.push(
-        this.#insertFullChunk(...rows.flatMap((row) => ROW_COLUMNS.map((column) => row[column]))),
-      );
+        );
+        insert = (values) => compiled(...values);
+      }
+      this.#bulkInserts.set(count, insert);
     }
-    return statements;
+    return insert;
   }
 
   async *exportUsers(filter: UserFilter, pageSize: number): AsyncIterableIterator<UserRecord[]> {
