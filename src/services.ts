@@ -105,7 +105,6 @@ export function createServices(deps: {
   });
   const signingKeys = new SigningKeys({ store, clock, algorithm: tokens.algorithm, secrets });
   const accessTokens = new AccessTokens({
-    applications,
     users,
     clock,
     signingKeys,

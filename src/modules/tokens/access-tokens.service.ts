@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { domainError } from '../../domain-error.js';
 import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
 import type { UsersService } from '../users/users.service.js';
 import type { SigningKeys } from './signing-keys.service.js';
 
@@ -19,7 +18,6 @@ export interface IssuedToken {
 export class AccessTokens {
   constructor(
     private readonly deps: {
-      applications: ApplicationsService;
       users: UsersService;
       clock: Clock;
       signingKeys: SigningKeys;
@@ -37,8 +35,7 @@ export class AccessTokens {
    * 409 for an inactive (deprovisioned) one.
    */
   async issueForUser(identity: UserIdentity): Promise<IssuedToken> {
-    const application = await this.deps.applications.findApplication(identity.clientId);
-    const user = await this.deps.users.findUser(identity);
+    const { application, user } = await this.deps.users.findUserWithApplication(identity);
     if (!user.active) {
       throw domainError(
         'inactive',

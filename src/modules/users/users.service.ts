@@ -16,6 +16,7 @@ import {
 } from '../conditional-writes.js';
 import { DuplicateError, MissingParentError, USER_NAME_INDEX } from '../../store/errors.js';
 import type {
+  ApplicationRecord,
   NewEvent,
   Store,
   UserChange,
@@ -142,6 +143,23 @@ export class UsersService {
     const user = await this.lookUpUser(ref);
     if (user === undefined) throw userNotFound(ref);
     return user;
+  }
+
+  /**
+   * The application and one of its users, read together (one round trip where findUser after
+   * the application's read takes two); `not_found` for either, the application's first.
+   */
+  async findUserWithApplication(
+    identity: UserIdentity,
+  ): Promise<{ application: ApplicationRecord; user: UserRecord }> {
+    const found = await this.deps.store.users.findApplicationWithUsers(identity.clientId, {
+      ids: [],
+      identities: [identity],
+    });
+    if (found === undefined) throw applicationNotFound(identity.clientId);
+    const [user] = found.users;
+    if (user === undefined) throw userNotFound(identity);
+    return { application: found.application, user };
   }
 
   /** The user, or undefined. */
