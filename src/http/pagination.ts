@@ -85,12 +85,8 @@ export function linkNextPage(
   reply.header('link', `<${requestPath(request)}?${query.toString()}>; rel="next"`);
 }
 
-/**
- * Serves one page of a keyset-paginated list: decodes the cursor into a position, fetches
- * the page, encodes the next cursor from the page's last item, sets the Link header, and
- * counts everything when asked.
- */
-export async function servePage<Item, Position, Resource>(options: {
+/** What serving a page of a list takes, however its items are written. */
+interface PageOptions<Position> {
   request: FastifyRequest;
   reply: FastifyReply;
   cursors: CursorCodec;
@@ -99,12 +95,22 @@ export async function servePage<Item, Position, Resource>(options: {
   query: Static<typeof PageQuery>;
   /** The position a decoded cursor holds, or invalidCursor() for anything else. */
   toPosition: (decoded: unknown) => Position;
-  positionOf: (item: Item) => unknown;
-  /** Up to `limit` items after the position. */
-  fetch: (after: Position | null, limit: number) => Promise<Item[]>;
   count: () => Promise<number>;
-  toResource: (item: Item) => Resource;
-}): Promise<{ items: Resource[]; next_cursor: string | null; total?: number }> {
+}
+
+/**
+ * Serves one page of a keyset-paginated list: decodes the cursor into a position, fetches
+ * the page, encodes the next cursor from the page's last item, sets the Link header, and
+ * counts everything when asked.
+ */
+export async function servePage<Item, Position, Resource>(
+  options: PageOptions<Position> & {
+    positionOf: (item: Item) => unknown;
+    /** Up to `limit` items after the position. */
+    fetch: (after: Position | null, limit: number) => Promise<Item[]>;
+    toResource: (item: Item) => Resource;
+  },
+): Promise<{ items: Resource[]; next_cursor: string | null; total?: number }> {
   const { after, limit } = pageStart(options);
   // One row more than the page tells whether there is a next page.
   const rows = await options.fetch(after, limit + 1);
@@ -126,21 +132,16 @@ export async function servePage<Item, Position, Resource>(options: {
  * byte for byte what servePage's page serializes to, or null when the store wrote none (then
  * servePage serves it).
  */
-export async function servePageText<Position>(options: {
-  request: FastifyRequest;
-  reply: FastifyReply;
-  cursors: CursorCodec;
-  scope: string;
-  query: Static<typeof PageQuery>;
-  toPosition: (decoded: unknown) => Position;
-  positionOf: (position: Position) => unknown;
-  /** Up to `limit` items after the position, as text, and whether more follow; or null. */
-  fetch: (
-    after: Position | null,
-    limit: number,
-  ) => Promise<{ items: string; last: Position | null; more: boolean } | null>;
-  count: () => Promise<number>;
-}): Promise<string | null> {
+export async function servePageText<Position>(
+  options: PageOptions<Position> & {
+    positionOf: (position: Position) => unknown;
+    /** Up to `limit` items after the position, as text, and whether more follow; or null. */
+    fetch: (
+      after: Position | null,
+      limit: number,
+    ) => Promise<{ items: string; last: Position | null; more: boolean } | null>;
+  },
+): Promise<string | null> {
   const { after, limit } = pageStart(options);
   const page = await options.fetch(after, limit);
   if (page === null) return null;
@@ -153,12 +154,10 @@ export async function servePageText<Position>(options: {
 }
 
 /** Where a page starts (the cursor's position, or the beginning) and how long it is. */
-function pageStart<Position>(options: {
-  cursors: CursorCodec;
-  scope: string;
-  query: Static<typeof PageQuery>;
-  toPosition: (decoded: unknown) => Position;
-}): { after: Position | null; limit: number } {
+function pageStart<Position>(options: PageOptions<Position>): {
+  after: Position | null;
+  limit: number;
+} {
   const { cursors, scope, query } = options;
   return {
     after:
