@@ -168,7 +168,7 @@ function pageStart<Position>(options: PageOptions<Position>): {
 
 /** The next page's cursor (null when `position` is undefined: no next page), linked. */
 function nextPage(
-  options: { request: FastifyRequest; reply: FastifyReply; cursors: CursorCodec; scope: string },
+  options: PageOptions<unknown>,
   position: unknown,
 ): string | null {
   const nextCursor =
