@@ -539,11 +539,18 @@ async function benchStore(kind: string, builds: { candidate: Build; baseline: Bu
 async function main() {
   log(`== building ${BASELINE} (the baseline) and this checkout`);
   const baseline = buildBaseline(BASELINE);
-  const copy = CANDIDATE === undefined ? buildServerCopy() : undefined;
-  const candidate: Build =
-    copy === undefined
-      ? buildBaseline(CANDIDATE!)
-      : { label: 'this build', main: copy.main, remove: copy.remove };
+  let candidate: Build;
+  try {
+    const copy = CANDIDATE === undefined ? buildServerCopy() : undefined;
+    candidate =
+      copy === undefined
+        ? buildBaseline(CANDIDATE!)
+        : { label: 'this build', main: copy.main, remove: copy.remove };
+  } catch (error) {
+    // The earlier build's worktree goes too when this one does not build.
+    baseline.remove();
+    throw error;
+  }
   const rows: Row[] = [];
   try {
     for (const kind of STORES) rows.push(...(await benchStore(kind, { candidate, baseline })));
