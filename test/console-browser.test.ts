@@ -680,7 +680,7 @@ describe('the admin console in Chromium', { timeout: 900_000 }, async () => {
 
   it('follows a long import as it runs, and cancels it', { skip }, async () => {
     // Enough lines to be running for a while on any machine: a dry run, so nothing is kept.
-    const directory = mkdtempSync(join(tmpdir(), 'tessera-console-import-'));
+    const directory = mkdtempSync(join(tmpdir(), 'tessera-browser-import-'));
     const file = join(directory, 'many.ndjson');
     const lines: string[] = [];
     for (let n = 0; n < 400_000; n++) {

@@ -4,7 +4,10 @@
 // error lines and cancel; CSRF on the upload, and a key restricted to other applications.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { ConsoleClient } from './console-client.js';
 import { type TestContext, buildTestApp, call, createApplication, createUser } from './helpers.js';
@@ -34,12 +37,24 @@ function jobIdOf(location: unknown): string {
 
 describe('importing users from the console', () => {
   let ctx: TestContext;
+  /** This file's own temporary directory: the uploads kept in it are counted. */
+  const previousTmp = process.env.TMPDIR;
+  let uploadsDir = '';
+  const keptFiles = () =>
+    readdirSync(uploadsDir).filter((name) => name.startsWith('tessera-console-import-')).length;
   before(async () => {
+    uploadsDir = mkdtempSync(join(tmpdir(), 'tessera-console-imports-test-'));
+    process.env.TMPDIR = uploadsDir;
     ctx = await buildTestApp();
     await createApplication(ctx);
     await createApplication(ctx, { client_id: 'other-app', display_name: 'Other' });
   });
-  after(() => ctx.close());
+  after(async () => {
+    await ctx.close();
+    if (previousTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = previousTmp;
+    rmSync(uploadsDir, { recursive: true, force: true });
+  });
 
   async function signedIn(key = ctx.adminKey): Promise<ConsoleClient> {
     const client = new ConsoleClient(ctx);
@@ -275,6 +290,32 @@ describe('importing users from the console', () => {
     const run = await second.post(`${location}/run`, {});
     assert.equal(run.statusCode, 409);
     assert.match((await first.get(location)).body, /Import the users/);
+  });
+
+  it('leaves no file behind: a refused form, a forged one, an imported file', async () => {
+    const client = await signedIn();
+    const before = keptFiles();
+    const refused = await client.upload(
+      `${USERS}/import`,
+      { format: 'csv' },
+      { name: 'u.ndjson', content: ndjson([line(70)]) },
+    );
+    assert.equal(refused.statusCode, 400);
+    const forged = await client.upload(
+      `${USERS}/import`,
+      {},
+      { name: 'u.ndjson', content: ndjson([line(71)]) },
+      { csrf: false },
+    );
+    assert.equal(forged.statusCode, 403);
+    assert.equal(keptFiles(), before);
+    const { location } = await dryRun(client, ndjson([line(72)]));
+    assert.equal(keptFiles(), before + 1, 'kept for the confirmation');
+    const confirmed = await client.post(`${location}/run`, {});
+    await waitForImport(ctx, jobIdOf(confirmed.headers.location));
+    // The import removes it as it ends (just after its job records the end).
+    for (let tries = 0; keptFiles() !== before && tries < 200; tries++) await sleep(10);
+    assert.equal(keptFiles(), before, 'removed once imported');
   });
 
   it('follows a running job, and cancels it', async () => {

@@ -249,12 +249,12 @@ export function registerConsoleImportRoutes(
       let notice = 'cancelled';
       try {
         await imports.cancelImport(job.id, viewerOf(request).applications);
+        // A cancelled dry run leads to no import: its file goes.
+        if (job.dryRun) uploads.discard(job.id);
       } catch (error) {
         if (!(error instanceof DomainError && error.code === 'conflict')) throw error;
         notice = 'finished';
       }
-      // A cancelled dry run leads to no import: its file goes.
-      if (job.dryRun) uploads.discard(job.id);
       return redirectAfterPost(reply, `${base(clientId)}/imports/${job.id}?notice=${notice}`);
     },
   );
