@@ -167,10 +167,7 @@ function pageStart<Position>(options: PageOptions<Position>): {
 }
 
 /** The next page's cursor (null when `position` is undefined: no next page), linked. */
-function nextPage(
-  options: PageOptions<unknown>,
-  position: unknown,
-): string | null {
+function nextPage(options: PageOptions<unknown>, position: unknown): string | null {
   const nextCursor =
     position === undefined ? null : options.cursors.encode(options.scope, position);
   linkNextPage(options.request, options.reply, nextCursor);
