@@ -28,6 +28,16 @@ describe('stopping the server', () => {
     // Another process holds the write lock, so the POST below stays in flight.
     const blocker = new Database(path);
     blocker.exec('BEGIN IMMEDIATE');
+    // The stop begins once the POST has reached its write (a fixed wait let a loaded machine
+    // begin it first, and the POST was then a request arriving during the stop).
+    const applications = ctx.store.applications;
+    const insert = applications.insertApplication.bind(applications);
+    let reached!: () => void;
+    const writing = new Promise<void>((resolve) => (reached = resolve));
+    applications.insertApplication = (...args) => {
+      reached();
+      return insert(...args);
+    };
     try {
       const body = JSON.stringify(applicationBody({ client_id: 'in-flight' }));
       const socket = connect(port, '127.0.0.1');
@@ -38,7 +48,7 @@ describe('stopping the server', () => {
         `POST /iam/api/v1/applications HTTP/1.1\r\nHost: x\r\nAuthorization: apikey ${ctx.adminKey}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await writing;
       const stopped = ctx.app.close();
       // The connection is busy, so it stays open; a client sends its next request on it.
       socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
