@@ -57,7 +57,11 @@ const STEPS: [string, (frame: Frame) => boolean][] = [
     (f) => ['exportLines', 'exportUsers', 'toExportLine'].includes(f.functionName),
   ],
   ['GET user and job polls (HTTP)', (f) => /fastify|_http_|find-my-way/.test(f.url)],
-  ['file read stream', (f) => /internal\/fs\/streams|internal\/streams/.test(f.url)],
+  ['pg client (protocol, rows)', (f) => /node_modules\/pg(-[a-z]+)?\//.test(f.url)],
+  [
+    'streams and sockets (the file read; writes to PostgreSQL and HTTP)',
+    (f) => /internal\/fs\/streams|internal\/streams/.test(f.url),
+  ],
   ['start-up (modules)', (f) => /modules\/esm|modules\/cjs|run_main/.test(f.url)],
 ];
 
