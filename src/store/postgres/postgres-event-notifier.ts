@@ -65,6 +65,10 @@ export class PostgresEventNotifier {
   #troubled = false;
   #lastNotifyAt = 0;
   #notifyTimer: NodeJS.Timeout | undefined;
+  /** The NOTIFY being sent (and any sent after it), until none is left. */
+  #sending: Promise<unknown> | undefined;
+  /** Commits came while a NOTIFY was being sent: one more follows it. */
+  #sendAgain = false;
 
   constructor(options: EventNotifierOptions) {
     this.#options = options;
@@ -108,6 +112,7 @@ export class PostgresEventNotifier {
       clearTimeout(this.#notifyTimer);
       await this.#notifyOthers();
     }
+    await this.#sending;
     await this.#connecting?.catch(() => undefined);
     const client = this.#client;
     this.#client = undefined;
@@ -115,8 +120,18 @@ export class PostgresEventNotifier {
     await client?.end().catch(() => undefined);
   }
 
+  /**
+   * Sends the NOTIFY, one at a time: when the database is slow to answer one (a loaded
+   * machine, a long commit queue), commits meanwhile get one more NOTIFY after it, rather than
+   * a second statement queued on the connection behind the first (which pg warns about and
+   * will refuse). Settles once nothing is left to send.
+   */
   #notifyOthers(): Promise<unknown> {
     this.#notifyTimer = undefined;
+    if (this.#sending !== undefined) {
+      this.#sendAgain = true;
+      return this.#sending;
+    }
     this.#lastNotifyAt = Date.now();
     const client = this.#client;
     const channel = this.#channel;
@@ -126,7 +141,18 @@ export class PostgresEventNotifier {
         : this.#options.query(NOTIFY_BY_POOL_SQL, [this.#instance]);
     // A failure is the connection's (its error handler reconnects) or the database's: the
     // other instances' slow poll finds these events.
-    return sent.catch(() => undefined);
+    const sending = sent
+      .catch(() => undefined)
+      .finally(() => {
+        this.#sending = undefined;
+      })
+      .then(() => {
+        if (!this.#sendAgain) return;
+        this.#sendAgain = false;
+        return this.#notifyOthers();
+      });
+    this.#sending = sending;
+    return sending;
   }
 
   #ensureConnection(): void {
