@@ -24,6 +24,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { type Inspector, connectInspector } from './bench-kit.js';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import type { Store, UserRecord } from '../src/store/store.js';
 import type { ProfiledRun } from './profile-steps.js';
@@ -283,44 +284,6 @@ function cpuTimeOf(pid: number, thread?: number): number {
   } catch {
     return NaN;
   }
-}
-
-/** A Chrome DevTools Protocol session with a server's inspector (Node's global WebSocket). */
-interface Inspector {
-  send: (method: string, params?: Record<string, unknown>) => Promise<Record<string, unknown>>;
-  close: () => void;
-}
-
-async function connectInspector(output: () => string): Promise<Inspector> {
-  const deadline = Date.now() + 10_000;
-  let url: string | undefined;
-  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(output())?.[1]) === undefined) {
-    if (Date.now() > deadline) throw new Error('the inspector did not say where it listens');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const socket = new WebSocket(url);
-  await new Promise((resolve, reject) => {
-    socket.addEventListener('open', resolve, { once: true });
-    socket.addEventListener('error', reject, { once: true });
-  });
-  let nextId = 0;
-  const pending = new Map<number, (result: Record<string, unknown>) => void>();
-  socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as {
-      id?: number;
-      result?: Record<string, unknown>;
-    };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result ?? {});
-  });
-  return {
-    send: (method, params = {}) =>
-      new Promise((resolve) => {
-        const id = ++nextId;
-        pending.set(id, resolve);
-        socket.send(JSON.stringify({ id, method, params }));
-      }),
-    close: () => socket.close(),
-  };
 }
 
 /** drive(), recorded by V8's profiler through `inspector` when there is one. */

@@ -121,3 +121,42 @@ export function startDeliveringServer(
     LOG_LEVEL: 'warn',
   });
 }
+
+/** A Chrome DevTools Protocol session with a server's inspector (Node's global WebSocket). */
+export interface Inspector {
+  send: (method: string, params?: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  close: () => void;
+}
+
+/** Connects to the inspector a server process announced in its output (`--inspect`). */
+export async function connectInspector(output: () => string): Promise<Inspector> {
+  const deadline = Date.now() + 10_000;
+  let url: string | undefined;
+  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(output())?.[1]) === undefined) {
+    if (Date.now() > deadline) throw new Error('the inspector did not say where it listens');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const socket = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true });
+    socket.addEventListener('error', reject, { once: true });
+  });
+  let nextId = 0;
+  const pending = new Map<number, (result: Record<string, unknown>) => void>();
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as {
+      id?: number;
+      result?: Record<string, unknown>;
+    };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result ?? {});
+  });
+  return {
+    send: (method, params = {}) =>
+      new Promise((resolve) => {
+        const id = ++nextId;
+        pending.set(id, resolve);
+        socket.send(JSON.stringify({ id, method, params }));
+      }),
+    close: () => socket.close(),
+  };
+}

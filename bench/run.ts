@@ -15,6 +15,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { type Inspector, connectInspector } from './bench-kit.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from '../src/http/pagination.js';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import { cursorScope } from '../src/modules/users/users.routes.js';
@@ -528,44 +529,7 @@ const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 const CPU_PROF_INTERVAL_US = Number(process.env.BENCH_CPU_PROF_INTERVAL ?? 250);
 const cpuProfRuns: ProfiledRun[] = [];
 
-/** A Chrome DevTools Protocol session with Tessera's inspector (Node's global WebSocket). */
-interface Inspector {
-  send: (method: string, params?: Record<string, unknown>) => Promise<Record<string, unknown>>;
-  close: () => void;
-}
 let inspector: Inspector | undefined;
-
-async function connectInspector(output: () => string): Promise<Inspector> {
-  const deadline = Date.now() + 10_000;
-  let url: string | undefined;
-  while ((url = /Debugger listening on (ws:\/\/\S+)/.exec(output())?.[1]) === undefined) {
-    if (Date.now() > deadline) throw new Error('the inspector did not say where it listens');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const socket = new WebSocket(url);
-  await new Promise((resolve, reject) => {
-    socket.addEventListener('open', resolve, { once: true });
-    socket.addEventListener('error', reject, { once: true });
-  });
-  let nextId = 0;
-  const pending = new Map<number, (result: Record<string, unknown>) => void>();
-  socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as {
-      id?: number;
-      result?: Record<string, unknown>;
-    };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result ?? {});
-  });
-  return {
-    send: (method, params = {}) =>
-      new Promise((resolve) => {
-        const id = ++nextId;
-        pending.set(id, resolve);
-        socket.send(JSON.stringify({ id, method, params }));
-      }),
-    close: () => socket.close(),
-  };
-}
 
 /** drive() of Tessera itself, recorded by perf or V8's profiler when asked (BENCH_PERF, BENCH_CPU_PROF). */
 async function driveTessera(served: Served, seconds: number, scenario: string, measured = true) {

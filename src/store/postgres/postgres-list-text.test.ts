@@ -9,8 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { toUserResource } from '../../modules/users/users.schemas.js';
 import { openTestPostgresStore, skipWithoutPostgres } from '../../../test/postgres.js';
-import { applicationRecord, userRecord } from '../contract/fixtures.js';
-import type { Store, UserFilter, UserRecord } from '../store.js';
+import { applicationRecord, userRecord, usersOf } from '../contract/fixtures.js';
+import type { Store, UserRecord } from '../store.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -80,7 +80,7 @@ describe('PostgreSQL: a page of users as JSON text', { skip }, () => {
             id: `id-${index}`,
           }));
           await store.users.insertUsers(users, []);
-          const filter: UserFilter = { clientId, email: null, ...chosen };
+          const filter = usersOf(clientId, chosen);
           // Start after one of the matching users (or at the beginning).
           const all = await store.users.listUsers(filter, { after: null, limit: 100 });
           const from = skipped < all.length ? all[skipped] : undefined;
@@ -118,14 +118,9 @@ describe('PostgreSQL: a page of users as JSON text', { skip }, () => {
       ],
       [],
     );
-    const filter: UserFilter = {
-      clientId,
-      provider: null,
-      email: null,
-      role: null,
-      scope: null,
-      active: null,
-    };
-    assert.equal(await store.users.listUsersText(filter, { after: null, limit: 10 }), null);
+    assert.equal(
+      await store.users.listUsersText(usersOf(clientId), { after: null, limit: 10 }),
+      null,
+    );
   });
 });
