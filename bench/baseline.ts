@@ -24,7 +24,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { type Inspector, connectInspector } from './bench-kit.js';
+import { type Inspector, connectInspector, cpuTimeOf, profiledRun } from './bench-kit.js';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import type { Store, UserRecord } from '../src/store/store.js';
 import type { ProfiledRun } from './profile-steps.js';
@@ -275,17 +275,6 @@ function scenarios(apiKey: string): { name: string; expect: number; next: () => 
   ];
 }
 
-/** CPU time a process used so far (user + system), in µs (Linux /proc); NaN elsewhere. */
-function cpuTimeOf(pid: number, thread?: number): number {
-  try {
-    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
-    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return NaN;
-  }
-}
-
 /** drive(), recorded by V8's profiler through `inspector` when there is one. */
 async function driveProfiled(
   server: ServerProcess,
@@ -297,26 +286,18 @@ async function driveProfiled(
   database: Database,
 ): Promise<Figures> {
   if (inspector === undefined) return drive(server, next, expect, seconds, database);
-  const pid = server.process.pid!;
-  await inspector.send('Profiler.setSamplingInterval', { interval: CPU_PROF_INTERVAL_US });
-  await inspector.send('Profiler.start');
-  const mainBefore = cpuTimeOf(pid, pid);
-  const processBefore = cpuTimeOf(pid);
-  const figures = await drive(server, next, expect, seconds, database);
-  const mainThreadCpuUs = cpuTimeOf(pid, pid) - mainBefore;
-  const processCpuUs = cpuTimeOf(pid) - processBefore;
-  const { profile } = await inspector.send('Profiler.stop');
-  const file = join(CPU_PROF_DIR!, `${scenario}-${cpuProfRuns.length}-${Date.now()}.cpuprofile`);
-  writeFileSync(file, JSON.stringify(profile));
-  cpuProfRuns.push({
-    scenario,
-    file,
-    answered: Math.round(figures.rps * seconds),
-    intervalUs: CPU_PROF_INTERVAL_US,
-    mainThreadCpuUs,
-    processCpuUs,
-  });
-  return figures;
+  return profiledRun(
+    {
+      inspector,
+      pid: server.process.pid!,
+      dir: CPU_PROF_DIR!,
+      intervalUs: CPU_PROF_INTERVAL_US,
+      scenario,
+      seconds,
+      runs: cpuProfRuns,
+    },
+    () => drive(server, next, expect, seconds, database),
+  );
 }
 
 interface Figures {

@@ -3,11 +3,12 @@
 
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
+import type { ProfiledRun } from './profile-steps.js';
 
 export const POSTGRES_URL =
   process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -159,4 +160,56 @@ export async function connectInspector(output: () => string): Promise<Inspector>
       }),
     close: () => socket.close(),
   };
+}
+
+/** CPU time a process (or one of its threads) used so far, user + system, in µs (Linux /proc, 100 ticks/s); NaN elsewhere. */
+export function cpuTimeOf(pid: number, thread?: number): number {
+  try {
+    // Fields after the parenthesised command name: state is the 3rd, utime the 14th, stime the 15th.
+    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * `run` recorded by V8's sampling profiler through the server's inspector: the profile goes to
+ * `<dir>/<scenario>-<n>-<time>.cpuprofile` and its entry, with the requests answered and the CPU
+ * time of the main thread and of the whole process during the run, to `runs` (for
+ * bench/profile-steps.ts).
+ */
+export async function profiledRun<Figures extends { rps: number }>(
+  options: {
+    inspector: Inspector;
+    pid: number;
+    dir: string;
+    intervalUs: number;
+    scenario: string;
+    seconds: number;
+    runs: ProfiledRun[];
+  },
+  run: () => Promise<Figures>,
+): Promise<Figures> {
+  const { inspector, pid, scenario, seconds, runs } = options;
+  await inspector.send('Profiler.setSamplingInterval', { interval: options.intervalUs });
+  await inspector.send('Profiler.start');
+  const mainBefore = cpuTimeOf(pid, pid);
+  const processBefore = cpuTimeOf(pid);
+  const figures = await run();
+  const mainThreadCpuUs = cpuTimeOf(pid, pid) - mainBefore;
+  const processCpuUs = cpuTimeOf(pid) - processBefore;
+  const { profile } = await inspector.send('Profiler.stop');
+  const file = join(options.dir, `${scenario}-${runs.length}-${Date.now()}.cpuprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  runs.push({
+    scenario,
+    file,
+    answered: Math.round(figures.rps * seconds),
+    intervalUs: options.intervalUs,
+    mainThreadCpuUs,
+    processCpuUs,
+  });
+  return figures;
 }

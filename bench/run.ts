@@ -15,7 +15,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { type Inspector, connectInspector } from './bench-kit.js';
+import { type Inspector, connectInspector, cpuTimeOf, profiledRun } from './bench-kit.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from '../src/http/pagination.js';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import { cursorScope } from '../src/modules/users/users.routes.js';
@@ -389,18 +389,6 @@ function ratioTarget(scenario: string, minimum: number): Target {
 
 // --- processes --------------------------------------------------------------------------
 
-/** CPU time a process used so far (user + system), in µs (Linux /proc, 100 ticks/s); NaN elsewhere. */
-function cpuTimeOf(pid: number, thread?: number): number {
-  try {
-    // Fields after the parenthesised command name: state is the 3rd, utime the 14th, stime the 15th.
-    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
-    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return NaN;
-  }
-}
-
 /** Resident set of a process in MB, now and at its peak (Linux /proc); NaN elsewhere. */
 function memoryOf(pid: number): { rss: number; peak: number } {
   try {
@@ -534,25 +522,18 @@ let inspector: Inspector | undefined;
 /** drive() of Tessera itself, recorded by perf or V8's profiler when asked (BENCH_PERF, BENCH_CPU_PROF). */
 async function driveTessera(served: Served, seconds: number, scenario: string, measured = true) {
   if (inspector !== undefined && measured && CPU_PROF_DIR !== undefined) {
-    await inspector.send('Profiler.setSamplingInterval', { interval: CPU_PROF_INTERVAL_US });
-    await inspector.send('Profiler.start');
-    const mainBefore = cpuTimeOf(served.pid, served.pid);
-    const processBefore = cpuTimeOf(served.pid);
-    const figures = await drive(served, seconds);
-    const mainThreadCpuUs = cpuTimeOf(served.pid, served.pid) - mainBefore;
-    const processCpuUs = cpuTimeOf(served.pid) - processBefore;
-    const { profile } = await inspector.send('Profiler.stop');
-    const file = join(CPU_PROF_DIR, `${scenario}-${cpuProfRuns.length}-${Date.now()}.cpuprofile`);
-    writeFileSync(file, JSON.stringify(profile));
-    cpuProfRuns.push({
-      scenario,
-      file,
-      answered: Math.round(figures.rps * seconds),
-      intervalUs: CPU_PROF_INTERVAL_US,
-      mainThreadCpuUs,
-      processCpuUs,
-    });
-    return figures;
+    return profiledRun(
+      {
+        inspector,
+        pid: served.pid,
+        dir: CPU_PROF_DIR,
+        intervalUs: CPU_PROF_INTERVAL_US,
+        scenario,
+        seconds,
+        runs: cpuProfRuns,
+      },
+      () => drive(served, seconds),
+    );
   }
   const file = join(PERF_DIR ?? '', `${scenario}-${perfRuns.length}-${Date.now()}.data`);
   const recorder =
