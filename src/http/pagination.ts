@@ -104,14 +104,28 @@ interface PageOptions<Position> {
  * counts everything when asked.
  */
 export async function servePage<Item, Position, Resource>(
-  options: PageOptions<Position> & {
-    positionOf: (item: Item) => unknown;
-    /** Up to `limit` items after the position. */
-    fetch: (after: Position | null, limit: number) => Promise<Item[]>;
-    toResource: (item: Item) => Resource;
-  },
-): Promise<{ items: Resource[]; next_cursor: string | null; total?: number }> {
+  options: RowsPageOptions<Item, Position, Resource>,
+): Promise<RowsPage<Resource>> {
   const { after, limit } = pageStart(options);
+  return pageFromRows(options, after, limit);
+}
+
+/** What servePage takes beyond PageOptions: how the list's items are read and shown. */
+type RowsPageOptions<Item, Position, Resource> = PageOptions<Position> & {
+  positionOf: (item: Item) => unknown;
+  /** Up to `limit` items after the position. */
+  fetch: (after: Position | null, limit: number) => Promise<Item[]>;
+  toResource: (item: Item) => Resource;
+};
+
+type RowsPage<Resource> = { items: Resource[]; next_cursor: string | null; total?: number };
+
+/** The page of up to `limit` items after `after`, read as items (servePage). */
+async function pageFromRows<Item, Position, Resource>(
+  options: RowsPageOptions<Item, Position, Resource>,
+  after: Position | null,
+  limit: number,
+): Promise<RowsPage<Resource>> {
   // One row more than the page tells whether there is a next page.
   const rows = await options.fetch(after, limit + 1);
   const items = rows.slice(0, limit);
@@ -128,11 +142,11 @@ export async function servePage<Item, Position, Resource>(
 }
 
 /**
- * servePage for a list whose store writes the page's items as JSON text: the page's JSON,
- * byte for byte what servePage's page serializes to, or null when the store wrote none (then
- * servePage serves it).
+ * servePage for a list whose store may write the page's items as JSON text: the page's JSON,
+ * byte for byte what the rows' page serializes to. When the store writes none, `rows` reads
+ * the page as items and `serialize` writes it (the cursor is decoded once either way).
  */
-export async function servePageText<Position>(
+export async function servePageText<Item, Position, Resource>(
   options: PageOptions<Position> & {
     positionOf: (position: Position) => unknown;
     /** Up to `limit` items after the position, as text, and whether more follow; or null. */
@@ -140,11 +154,15 @@ export async function servePageText<Position>(
       after: Position | null,
       limit: number,
     ) => Promise<{ items: string; last: Position | null; more: boolean } | null>;
+    rows: Omit<RowsPageOptions<Item, Position, Resource>, keyof PageOptions<Position>>;
+    serialize: (page: RowsPage<Resource>) => string;
   },
-): Promise<string | null> {
+): Promise<string> {
   const { after, limit } = pageStart(options);
   const page = await options.fetch(after, limit);
-  if (page === null) return null;
+  if (page === null) {
+    return options.serialize(await pageFromRows({ ...options, ...options.rows }, after, limit));
+  }
   const nextCursor = nextPage(
     options,
     page.more && page.last !== null ? options.positionOf(page.last) : undefined,

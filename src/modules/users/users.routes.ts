@@ -1,12 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { requestOrigin } from '../request-origin.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  type CursorCodec,
-  invalidCursor,
-  servePage,
-  servePageText,
-} from '../../http/pagination.js';
+import { type CursorCodec, invalidCursor, servePageText } from '../../http/pagination.js';
 import { ifMatchCondition, sendVersioned } from '../../http/preconditions.js';
 import { assertEchoesPath } from '../../http/path-echoes.js';
 import { requestPath } from '../../http/request-path.js';
@@ -178,7 +173,9 @@ export function registerUserRoutes(
         scope: request.query.scope ?? null,
         active: request.query.active ?? null,
       };
-      const listed = {
+      // PostgreSQL writes the page's JSON itself (sparing pg's parsing of every column);
+      // otherwise, and for the rare page it does not write, the page is built from rows.
+      const text = await servePageText({
         request,
         reply,
         cursors,
@@ -186,27 +183,20 @@ export function registerUserRoutes(
         query: request.query,
         toPosition,
         count: () => users.countUsers(filter),
-      };
-      // PostgreSQL writes the page's JSON itself (sparing pg's parsing of every column);
-      // otherwise, and for the rare page it does not write, the page is built from rows.
-      const text = await servePageText({
-        ...listed,
         positionOf: (position: UserPosition) => [position.provider, position.identifier],
         fetch: (after, limit) => users.listUsersText(filter, after, limit),
+        rows: {
+          positionOf: (user: UserRecord) => [user.provider, user.identifier],
+          fetch: (after, limit) => users.listUsers(filter, after, limit),
+          toResource: toUserResource,
+        },
+        serialize: userPageJson,
       });
       // The text is the page's JSON already: the serializer passes it on as it is.
-      if (text !== null)
-        return reply
-          .type(JSON_UTF8)
-          .serializer(asIs)
-          .send(text as never);
-      const page = await servePage({
-        ...listed,
-        positionOf: (user: UserRecord) => [user.provider, user.identifier],
-        fetch: (after, limit) => users.listUsers(filter, after, limit),
-        toResource: toUserResource,
-      });
-      return reply.type(JSON_UTF8).serializer(userPageJson).send(page);
+      return reply
+        .type(JSON_UTF8)
+        .serializer(asIs)
+        .send(text as never);
     },
   );
 
