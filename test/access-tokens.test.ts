@@ -54,8 +54,14 @@ describe('POST /applications/:client_id/users/:provider/:identifier/tokens', () 
   });
 
   it('answers 404 for a missing user or application', async () => {
-    problemOf(await issue(ctx, userPath('app-a', 'google_oauth2', 'nobody')), 404);
-    problemOf(await issue(ctx, userPath('missing', 'google_oauth2', 'nobody')), 404);
+    const noUser = problemOf(await issue(ctx, userPath('app-a', 'google_oauth2', 'nobody')), 404);
+    assert.match(String(noUser.detail), /has no user with provider "google_oauth2"/);
+    // The application and the user are read together: a missing application is named first.
+    const noApplication = problemOf(
+      await issue(ctx, userPath('missing', 'google_oauth2', 'nobody')),
+      404,
+    );
+    assert.equal(noApplication.detail, 'No application with client_id "missing".');
   });
 
   it('needs tokens:write, and a key restricted to the application', async () => {
