@@ -213,13 +213,23 @@ async function benchStore(store: string, directory: string, file: string) {
       );
       const job = (await response.json()) as { id: string };
       const uploadSeconds = (performance.now() - posted) / 1000;
-      let done: { status: string; counts: { read: number }; elapsed_seconds: number };
+      let done: {
+        status: string;
+        counts: { read: number };
+        elapsed_seconds: number;
+        failure?: string | null;
+      };
       for (;;) {
         done = (await (await api(server, `/imports/${job.id}`)).json()) as typeof done;
         if (done.status !== 'running') break;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       const importEnd = performance.now();
+      if (done.status === 'failed') {
+        // Said with the job's reason and what the server logged, before the other figures.
+        log(`import failed: ${done.failure ?? '(no reason recorded)'}; the server's log ends:`);
+        log(server.output().slice(-4000));
+      }
       clearInterval(sampler);
       clearInterval(heapSampler);
       load.stop();

@@ -46,6 +46,9 @@ const postgresFlavor: SqlFlavor = {
   asciiLower: (text) => sql<string>`lower((${text}) collate "C")`,
 };
 
+/** The statement timeout of an ANALYZE (analyze()), in place of a request's. */
+const ANALYZE_TIMEOUT_MS = 60_000;
+
 /** How long an export's snapshot may wait for its reader between two pages. */
 const SNAPSHOT_IDLE_MS = 10 * 60_000;
 /** How often a transaction that hit a serialization failure or deadlock is run again. */
@@ -222,6 +225,27 @@ export class PostgresExecutor implements SqlExecutor {
         }
       },
     };
+  }
+
+  async analyze(table: 'users'): Promise<number> {
+    return this.#track(async () => {
+      const client = await this.#pool.connect();
+      try {
+        await client.query('begin');
+        // Sampling a large table on a busy machine may take longer than a request may.
+        await client.query(`set local statement_timeout = ${ANALYZE_TIMEOUT_MS}`);
+        await client.query(`analyze "${table}"`);
+        const { rows } = await client.query<{ reltuples: number }>(
+          `select reltuples::float8 as reltuples from pg_class where oid = '"${table}"'::regclass`,
+        );
+        await client.query('commit');
+        client.release();
+        return Math.max(0, rows[0]?.reltuples ?? 0);
+      } catch (error) {
+        client.release(error as Error);
+        throw translatePostgresError(error);
+      }
+    });
   }
 
   /** LISTEN/NOTIFY on one connection of this process's own (PostgresEventNotifier). */

@@ -79,6 +79,11 @@ export interface SqlExecutor {
   schemaStatus(): Promise<SchemaStatus>;
   /** Waits for acknowledged writes, then releases the database. */
   close(): Promise<void>;
+  /**
+   * Brings the planner's statistics of a table up to date (PostgreSQL's ANALYZE) and resolves
+   * with the number of rows they now count; absent where the planner keeps none (SQLite).
+   */
+  analyze?(table: 'users'): Promise<number>;
   /** See Store.poolStats. */
   poolStats?(): PoolStats;
   /** See Store.observe. */
