@@ -552,13 +552,23 @@ export class SqlUserRepository implements UserRepository {
     // SQLite's JSON functions cost what building the objects in JavaScript does (bench/README.md,
     // "Lists built by the database"); pg's parsing of every column of every row does not.
     if (this.sql.kind !== 'postgres') return null;
-    const shape = `${filterShape(filter)}${page.after === null ? '' : 'after'}`;
+    // One user more than the page tells whether more follow.
+    const fetchedLimit = page.limit + 1;
+    // The limit is written into the text, and the position read through a subquery, so that
+    // PostgreSQL plans each statement once: with `limit $n` its generic plan expects a tenth of
+    // the table, and with `user_key > $n` a third of it, against 101 rows when it sees the
+    // values, so it planned every page anew (custom_plans in pg_prepared_statements), about a
+    // fifth of the database's CPU a page (bench/README.md, "Lists from the database: plans").
+    const shape = `${filterShape(filter)}${page.after === null ? '' : 'after'}:${fetchedLimit}`;
     let query = this.#textPages.get(shape);
     if (query === undefined) {
+      if (this.#textPages.size >= TEXT_PAGE_SHAPES_KEPT) this.#textPages.clear();
       query = precompile((arg) => {
         let rows = this.filtered(filter, arg);
-        if (page.after !== null) rows = rows.where('user_key', '>', arg<string>(AFTER));
-        // One user more than the page tells whether more follow; n numbers them in key order.
+        if (page.after !== null) {
+          rows = rows.where('user_key', '>', sql<string>`(select ${arg<string>(AFTER)}::text)`);
+        }
+        // n numbers the users in key order.
         const fetched = rows
           .select([
             ...USER_COLUMNS,
@@ -566,8 +576,8 @@ export class SqlUserRepository implements UserRepository {
             sql<number>`row_number() over (order by user_key)`.as('n'),
           ])
           .orderBy('user_key')
-          .limit(arg<number>(LIMIT));
-        const inPage = sql`u.n < ${arg<number>(LIMIT)}`;
+          .limit(sql.lit(fetchedLimit));
+        const inPage = sql`u.n < ${sql.lit(fetchedLimit)}`;
         return this.sql.db
           .selectFrom(fetched.as('u'))
           .select([
@@ -593,7 +603,7 @@ export class SqlUserRepository implements UserRepository {
       this.#textPages.set(shape, query);
     }
     const [row] = await this.sql.select(
-      query(...filterArguments(filter, page.after, page.limit + 1)),
+      query(...filterArguments(filter, page.after, fetchedLimit)),
     );
     if (row === undefined || !row.representable) return null;
     return {
@@ -744,6 +754,9 @@ function postgresTimestamp(column: string) {
 // \n \r \t and \u00xx for the other control characters; PostgreSQL text holds no NUL and
 // no lone surrogate); roles and scopes are stored as JSON.stringify wrote them.
 const POSTGRES_USER_JSON = sql<string>`'{"id":' || to_json(u.id)::text || ',"identifier":' || to_json(u.identifier)::text || ',"provider":' || to_json(u.provider)::text || ',"name":' || to_json(u.name)::text || ',"avatar":' || coalesce(to_json(u.avatar)::text, 'null') || ',"email":' || to_json(u.email)::text || ',"locale":' || to_json(u.locale)::text || ',"roles":' || u.roles || ',"scopes":' || u.scopes || ',"active":' || (case when u.active = 1 then 'true' else 'false' end) || ',"created_at":"' || ${postgresTimestamp('u.created_at')} || '","updated_at":"' || ${postgresTimestamp('u.updated_at')} || '"}'`;
+
+/** listUsersText's statements kept, one per filter shape and page size in use. */
+const TEXT_PAGE_SHAPES_KEPT = 200;
 
 const FIXED_QUERY_ARGUMENTS = 4;
 
