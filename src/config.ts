@@ -1,6 +1,7 @@
 // The only reader of process.env. The environment is checked against one schema; the typed
 // Config is what loadConfig returns, so the two cannot drift apart.
 
+import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
@@ -72,6 +73,12 @@ const Environment = Type.Object({
     }),
   ),
   IAM_TRUST_PROXY: Type.Optional(BooleanText),
+  IAM_WORKERS: Type.Optional(
+    Type.String({
+      pattern: '^(auto|[1-9][0-9]?)$',
+      description: 'a whole number of processes from 1 to 99, or auto (one per core)',
+    }),
+  ),
   IAM_DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
   IAM_DB_POOL_SIZE: Type.Optional(
     Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'a whole number from 1 to 999' }),
@@ -232,9 +239,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     ),
   });
 
+  const workers =
+    vars.IAM_WORKERS === 'auto' ? availableParallelism() : Number(vars.IAM_WORKERS ?? 1);
+  if (workers > 1 && database.kind === 'sqlite' && database.path === ':memory:') {
+    throw new ConfigError(
+      'invalid configuration: IAM_WORKERS must be 1 with DATABASE_URL=sqlite::memory: (each process would have a database of its own)',
+    );
+  }
+
   return {
     port,
     host: vars.HOST ?? '127.0.0.1',
+    /** IAM_WORKERS: processes serving the one port (node:cluster); 1: this process alone. */
+    workers,
     database,
     /** Scheduled backups of the SQLite database (IAM_BACKUP_*); null: none. */
     backups: scheduledBackups(vars, database),

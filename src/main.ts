@@ -1,13 +1,15 @@
-// `npm start`: serve the API with the configuration from the environment.
+// `npm start`: serve the API with the configuration from the environment: in this process, or
+// with IAM_WORKERS > 1 in that many worker processes on one port (src/cluster/), this one
+// being their primary.
 
 import './supported-node.js';
+import { serve } from './cluster/serve.js';
 import { ConfigError, loadConfig } from './config.js';
 import { describeFailure } from './failures.js';
-import { startServer } from './server.js';
 import { NewerSchemaError } from './store/errors.js';
 
 try {
-  await startServer(loadConfig());
+  await serve(loadConfig());
 } catch (error) {
   // One line an operator can act on; the stack only when asked for (LOG_LEVEL=debug).
   process.stderr.write(`tessera: cannot start: ${describeFailure(error)}\n`);

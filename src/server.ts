@@ -19,7 +19,8 @@ import { SealedKeyError } from './modules/private-key-sealing.js';
 import type { SigningKeys } from './modules/tokens/signing-keys.service.js';
 import type { SealedSecrets } from './modules/secret-key/secret-key.service.js';
 import { createMetrics, registerBackupMetrics } from './http/metrics.js';
-import { createServices } from './services.js';
+import { type Services, createServices } from './services.js';
+import type { ClusterWorker } from './cluster/cluster-worker.js';
 import { openStore } from './store/open-store.js';
 import { compactTimestamp } from './files.js';
 import { type ScheduledBackups, scheduleBackups } from './scheduled-backups.js';
@@ -93,66 +94,42 @@ export function createLogger(
  * `recordEvents: false` is for the bench alone (bench/serve-without-events.mjs), which measures
  * what the audit trail costs. No setting turns the audit trail off: a variable that could would
  * let one line of configuration silently break the promise that every change has its event.
+ *
+ * `worker`: this process is one of several serving the port (IAM_WORKERS, src/cluster/); the
+ * primary prepared the database before forking it.
  */
 export async function startServer(
   config: Config,
-  options: { recordEvents?: boolean } = {},
+  options: { recordEvents?: boolean; worker?: ClusterWorker } = {},
 ): Promise<FastifyInstance> {
   registerTypeBoxFormats();
-  const logger = createLogger(config.logLevel, undefined, config.logFormat);
+  const { worker } = options;
+  const processLogger = createLogger(config.logLevel, undefined, config.logFormat);
+  // Every line of a worker says which one wrote it.
+  const logger =
+    worker === undefined ? processLogger : processLogger.child({ worker: worker.slot });
   const store = openStore(config.database, {
     recordEvents: options.recordEvents !== false,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
     onListenerTrouble: (message, error) =>
       logger.warn(error instanceof Error ? { reason: error.message } : {}, message),
+    ...(worker === undefined ? {} : { commitRelay: worker.commitRelay }),
   });
   const version = packageVersion();
-  if (config.backups !== null && config.database.kind === 'sqlite') {
-    await backUpBeforeMigrating(
-      store,
-      config.database.path,
-      config.backups.directory,
-      version,
-      logger,
-    );
-  }
-  await store.migrate();
-  const metrics = createMetrics({ version });
-  // Widening settings are the cluster's: an instance acts on what both allow (SQLite: its own).
-  const clusterSettings = new ClusterSettings({
-    store,
-    instance: {
-      'allow-insecure-webhooks': config.webhooks.allowInsecure,
-      'allow-insecure-jwks': config.tokens.allowInsecureJwks,
-    },
-    decidesAlone: store.kind === 'sqlite',
-    log: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
+  if (worker === undefined) await migrateStore(config, store, version, logger);
+  const metrics = createMetrics({
+    version,
+    ...(worker === undefined ? {} : { registry: worker.registry }),
   });
-  await clusterSettings.prepare();
-  const services = createServices({
+  const { clusterSettings, services } = await composeServices(
+    config,
     store,
-    clock: systemClock,
-    log: logger,
-    tokens: config.tokens,
-    webhooks: config.webhooks,
+    logger,
     version,
     metrics,
-    console: config.console,
-    consoleOidc: config.consoleOidc,
-    outbound: { webhooks: clusterSettings.webhooks, jwks: clusterSettings.jwks },
-  });
-  warnAboutConfiguration(config, logger);
-  await prepareSecrets(services.secrets, logger);
-  await prepareSigningKeys(services.signingKeys, logger);
-  await prepareAccess({
-    apiKeys: services.apiKeys,
-    bootstrapApiKey: config.bootstrapApiKey,
-    dataDir: config.dataDir,
-    log: logger,
-  }).catch((error: unknown) => {
-    throw error instanceof BootstrapKeyRefusedError ? new ConfigError(error.message) : error;
-  });
+  );
+  if (worker === undefined) await prepareOnce(config, services, logger);
   const rateLimitRedis =
     config.redisUrl === null ||
     (config.rateLimitPerMinute === 0 && config.authFailuresPerMinute === 0)
@@ -166,8 +143,13 @@ export async function startServer(
     rateLimitPerMinute: config.rateLimitPerMinute,
     authFailuresPerMinute: config.authFailuresPerMinute,
     ...(rateLimitRedis === undefined ? {} : { rateLimitRedis }),
-    // Without Redis, instances on one PostgreSQL count their limits there, not each its own.
-    ...(store.kind === 'postgres' ? { limitCounters: store.limits } : {}),
+    // Without Redis, instances on one PostgreSQL count their limits there, not each its own;
+    // the workers on one SQLite file count them in their primary.
+    ...(store.kind === 'postgres'
+      ? { limitCounters: store.limits }
+      : worker === undefined
+        ? {}
+        : { limitCounters: worker.limitCounters }),
     trustProxy: config.trustProxy,
     version,
     metrics,
@@ -178,9 +160,13 @@ export async function startServer(
     config.metricsListener === null
       ? null
       : await buildOperationsApp({ store, metrics: metrics.registry, logger });
-  const stopPruning = services.events.prunePeriodically(config.eventRetentionDays, (error) =>
-    logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
-  );
+  // Once per cluster: in one process, or in worker 1 of several.
+  const designated = worker === undefined || worker.designated;
+  const stopPruning = designated
+    ? services.events.prunePeriodically(config.eventRetentionDays, (error) =>
+        logger.warn({ reason: (error as Error).message }, 'could not prune old events; will retry'),
+      )
+    : () => {};
   const stopRefreshing = clusterSettings.refreshPeriodically((error) =>
     logger.warn(
       { reason: (error as Error).message },
@@ -188,7 +174,7 @@ export async function startServer(
     ),
   );
   const backups =
-    config.backups === null || config.database.kind !== 'sqlite'
+    config.backups === null || config.database.kind !== 'sqlite' || !designated
       ? null
       : startScheduledBackups(config.backups, config.database.path, version, metrics, logger);
   app.addHook('onClose', async function closeStore() {
@@ -214,7 +200,99 @@ export async function startServer(
     'Tessera is serving',
   );
   stopGracefullyOnSignals(app, logger);
+  worker?.ready();
   return app;
+}
+
+/**
+ * IAM_WORKERS > 1: what the primary does once for the whole cluster before forking its
+ * workers (a backup before migrating, migrations, secrets checked, signing keys, the first-start
+ * key or the bootstrap key), on a store of its own that it closes again.
+ */
+export async function prepareService(config: Config, logger: pino.Logger): Promise<void> {
+  registerTypeBoxFormats();
+  const store = openStore(config.database);
+  try {
+    const version = packageVersion();
+    await migrateStore(config, store, version, logger);
+    const { services } = await composeServices(
+      config,
+      store,
+      logger,
+      version,
+      createMetrics({ version }),
+    );
+    await prepareOnce(config, services, logger);
+  } finally {
+    await store.close();
+  }
+}
+
+/** With backups scheduled, a backup of the database as it was; then the migrations. */
+async function migrateStore(
+  config: Config,
+  store: Store,
+  version: string,
+  logger: pino.Logger,
+): Promise<void> {
+  if (config.backups !== null && config.database.kind === 'sqlite') {
+    await backUpBeforeMigrating(
+      store,
+      config.database.path,
+      config.backups.directory,
+      version,
+      logger,
+    );
+  }
+  await store.migrate();
+}
+
+async function composeServices(
+  config: Config,
+  store: Store,
+  logger: pino.Logger,
+  version: string,
+  metrics: ReturnType<typeof createMetrics>,
+): Promise<{ clusterSettings: ClusterSettings; services: Services }> {
+  // Widening settings are the cluster's: an instance acts on what both allow (SQLite: its own).
+  const clusterSettings = new ClusterSettings({
+    store,
+    instance: {
+      'allow-insecure-webhooks': config.webhooks.allowInsecure,
+      'allow-insecure-jwks': config.tokens.allowInsecureJwks,
+    },
+    decidesAlone: store.kind === 'sqlite',
+    log: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
+  });
+  await clusterSettings.prepare();
+  const services = createServices({
+    store,
+    clock: systemClock,
+    log: logger,
+    tokens: config.tokens,
+    webhooks: config.webhooks,
+    version,
+    metrics,
+    console: config.console,
+    consoleOidc: config.consoleOidc,
+    outbound: { webhooks: clusterSettings.webhooks, jwks: clusterSettings.jwks },
+  });
+  return { clusterSettings, services };
+}
+
+/** Before serving, once: warnings, secrets that must open, signing keys, someone's API key. */
+async function prepareOnce(config: Config, services: Services, logger: pino.Logger): Promise<void> {
+  warnAboutConfiguration(config, logger);
+  await prepareSecrets(services.secrets, logger);
+  await prepareSigningKeys(services.signingKeys, logger);
+  await prepareAccess({
+    apiKeys: services.apiKeys,
+    bootstrapApiKey: config.bootstrapApiKey,
+    dataDir: config.dataDir,
+    log: logger,
+  }).catch((error: unknown) => {
+    throw error instanceof BootstrapKeyRefusedError ? new ConfigError(error.message) : error;
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -122,6 +123,10 @@ describe('loadConfig', () => {
     ['a connect timeout in seconds', { IAM_DB_CONNECT_TIMEOUT_MS: '2s' }],
     ['a statement timeout of 0 (forever)', { IAM_DB_STATEMENT_TIMEOUT_MS: '0' }],
     ['a PostgreSQL URL that is not a URL', { DATABASE_URL: 'postgres://u:p@[bad/db' }],
+    ['0 workers', { IAM_WORKERS: '0' }],
+    ['100 workers', { IAM_WORKERS: '100' }],
+    ['workers named in words', { IAM_WORKERS: 'all' }],
+    ['workers on an in-memory database', { IAM_WORKERS: '2', DATABASE_URL: 'sqlite::memory:' }],
   ];
   for (const [name, env] of invalid) {
     it(`refuses ${name}, naming the variable`, () => {
@@ -223,6 +228,16 @@ describe('audit trail settings', () => {
 });
 
 describe('log format and the metrics listener', () => {
+  it('serves from one process unless IAM_WORKERS says how many, auto being one per core', () => {
+    assert.equal(loadConfig({}).workers, 1);
+    assert.equal(loadConfig({ IAM_WORKERS: '3' }).workers, 3);
+    assert.equal(loadConfig({ IAM_WORKERS: 'auto' }).workers, availableParallelism());
+    assert.throws(
+      () => loadConfig({ IAM_WORKERS: '-1' }),
+      /^ConfigError: invalid configuration: IAM_WORKERS must be a whole number of processes from 1 to 99, or auto/,
+    );
+  });
+
   it('logs JSON unless LOG_FORMAT=pretty', () => {
     assert.equal(loadConfig({}).logFormat, 'json');
     assert.equal(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty');

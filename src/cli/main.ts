@@ -11,7 +11,8 @@ import { ConfigError, loadConfig } from '../config.js';
 import { describeFailure } from '../failures.js';
 import { registerTypeBoxFormats } from '../http/formats.js';
 import { ProblemError } from '../problems.js';
-import { packageVersion, startServer } from '../server.js';
+import { serve } from '../cluster/serve.js';
+import { packageVersion } from '../server.js';
 import { type CliContext, type CliIo, UsageError, createCliContext } from './context.js';
 import { registerClusterSettingsCommands } from './cluster-settings.command.js';
 import { registerBackupCommands } from './backup.command.js';
@@ -47,7 +48,7 @@ function registerServerCommands(program: Command, cli: CliContext): void {
     )
     .action(async () => {
       try {
-        await startServer(loadConfig(cli.io.env));
+        await serve(loadConfig(cli.io.env));
       } catch (error) {
         if (error instanceof ConfigError) throw error;
         throw new Error(`cannot start: ${describeFailure(error)}`, { cause: error });

@@ -28,14 +28,20 @@ export interface Metrics {
   webhookAttempted(outcome: string): void;
 }
 
-export function createMetrics(options: { version: string }): Metrics {
-  const registry = new Registry();
+/**
+ * `registry`: where the metrics go; a new one unless given (a worker of several gives one that
+ * serves the whole cluster's figures: src/cluster/).
+ */
+export function createMetrics(options: { version: string; registry?: Registry }): Metrics {
+  const registry = options.registry ?? new Registry();
   collectDefaultMetrics({ register: registry });
   new Gauge({
     name: 'tessera_build_info',
     help: 'Always 1; the labels say which Tessera and which Node.js run',
     labelNames: ['version', 'node'],
     registers: [registry],
+    // With several workers, /metrics sums their figures: one build, not one per worker.
+    aggregator: 'first',
   }).set({ version: options.version, node: process.versions.node }, 1);
   const authFailures = new Counter({
     name: 'tessera_authentication_failures_total',
@@ -119,6 +125,8 @@ export function registerWebhookMetrics(metrics: Metrics, store: Store, clock: Cl
       'Events not yet dealt with, summed over the enabled webhooks (each counts the events ' +
       'after its cursor, whether or not they match it)',
     registers: [metrics.registry],
+    // Every worker reads the same figure from the database: not to be summed.
+    aggregator: 'max',
     async collect() {
       this.set((await read()).events);
     },
@@ -127,6 +135,7 @@ export function registerWebhookMetrics(metrics: Metrics, store: Store, clock: Cl
     name: 'tessera_webhook_oldest_pending_age_seconds',
     help: 'Age of the oldest event an enabled webhook has not yet dealt with; 0 when none',
     registers: [metrics.registry],
+    aggregator: 'max',
     async collect() {
       const { oldestEventAt } = await read();
       this.set(oldestEventAt === null ? 0 : Math.max(0, (clock.now() - oldestEventAt) / 1000));

@@ -1,5 +1,6 @@
 import { openPostgresStore } from './postgres/postgres-store.js';
 import { openSqliteStore } from './sqlite/sqlite-store.js';
+import type { CommitRelay } from './sql/commit-listeners.js';
 import type { Store } from './store.js';
 
 /** Which database holds Tessera's tables, and how to reach it (DATABASE_URL and IAM_DB_*). */
@@ -23,6 +24,8 @@ export interface OpenStoreOptions {
   mustExist?: boolean;
   /** False only for the bench's runs without events (bench/serve-without-events.mjs). */
   recordEvents?: boolean;
+  /** SQLite: the other worker processes on the same file (IAM_WORKERS), told of commits. */
+  commitRelay?: CommitRelay;
 }
 
 /** The Store for a configured database, opened but not yet migrated. */
@@ -32,9 +35,10 @@ export function openStore(database: DatabaseConfig, options: OpenStoreOptions = 
       path: database.path,
       mustExist: options.mustExist === true,
       recordEvents: options.recordEvents !== false,
+      ...(options.commitRelay === undefined ? {} : { commitRelay: options.commitRelay }),
     });
   }
   const { kind: _kind, ...postgres } = database;
-  const { mustExist: _mustExist, ...postgresOptions } = options;
+  const { mustExist: _mustExist, commitRelay: _commitRelay, ...postgresOptions } = options;
   return openPostgresStore({ ...postgres, ...postgresOptions });
 }

@@ -27,3 +27,15 @@ export class CommitListeners {
     }
   }
 }
+
+/**
+ * Processes that share one SQLite file (the workers of IAM_WORKERS) telling each other of
+ * commits, so that a watcher in one hears of another's events at once rather than at its next
+ * look.
+ */
+export interface CommitRelay {
+  /** Tells the other processes that this one committed events. */
+  announce(): void;
+  /** Calls `listener` whenever another process committed events; returns a function that stops. */
+  listen(listener: () => void): () => void;
+}

@@ -15,7 +15,7 @@ import { ConditionFailedError, StoreUnavailableError } from '../errors.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
-import { CommitListeners } from '../sql/commit-listeners.js';
+import { type CommitRelay, CommitListeners } from '../sql/commit-listeners.js';
 
 const sqliteFlavor: SqlFlavor = {
   jsonArrayContains: (column, value) =>
@@ -64,12 +64,16 @@ export class SqliteExecutor implements SqlExecutor {
   readonly #committed = new CommitListeners();
 
   readonly #recordEvents: boolean;
+  readonly #relay: CommitRelay | undefined;
+  readonly #stopRelaying: (() => void) | undefined;
 
   constructor(
     database: Database.Database,
-    options: { lockWaitMs?: number; recordEvents?: boolean } = {},
+    options: { lockWaitMs?: number; recordEvents?: boolean; commitRelay?: CommitRelay } = {},
   ) {
     this.#recordEvents = options.recordEvents !== false;
+    this.#relay = options.commitRelay;
+    this.#stopRelaying = this.#relay?.listen(() => this.#committed.notify());
     this.#database = database;
     this.db = new Kysely<Tables>({ dialect: new SqliteDialect({ database }) });
     this.#batcher = new SqliteWriteBatcher(database, options);
@@ -125,7 +129,10 @@ export class SqliteExecutor implements SqlExecutor {
     if (events.length === 0) return written;
     // Watchers hear of the events once their transaction has committed.
     return written.then((changes) => {
-      if (recorded) this.#committed.notify();
+      if (recorded) {
+        this.#committed.notify();
+        this.#relay?.announce();
+      }
       return changes;
     });
   }
@@ -155,8 +162,9 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   /**
-   * In-process: this connection is the only writer of the service. Writes of other processes
-   * on the same file (the CLI) are not heard of; watchers find them when they look.
+   * In-process, and from the other workers through the commit relay when several share the
+   * file. Writes of other processes (the CLI) are not heard of; watchers find them when they
+   * look.
    */
   watchEvents(onCommitted: () => void): () => void {
     return this.#committed.add(onCommitted);
@@ -246,6 +254,7 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   async close(): Promise<void> {
+    this.#stopRelaying?.();
     await this.#batcher.drain();
     if (this.#database.open) this.#database.close();
   }

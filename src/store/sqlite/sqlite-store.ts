@@ -2,6 +2,7 @@ import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { createPrivateDirectory } from '../../files.js';
+import type { CommitRelay } from '../sql/commit-listeners.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type { Store } from '../store.js';
 import { SqliteExecutor } from './sqlite-executor.js';
@@ -30,6 +31,8 @@ export interface SqliteStoreOptions {
   onConnection?: (database: Database.Database) => void;
   /** Open an existing file only: never create it, nor its directory. */
   mustExist?: boolean;
+  /** The other processes serving the same file (IAM_WORKERS), told of commits and telling. */
+  commitRelay?: CommitRelay;
 }
 
 /** The longest SQLite's busy handler may block the event loop in one go. */
@@ -84,6 +87,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
     new SqliteExecutor(database, {
       lockWaitMs: options.busyTimeoutMs ?? DEFAULT_LOCK_WAIT_MS,
       recordEvents: options.recordEvents !== false,
+      ...(options.commitRelay === undefined ? {} : { commitRelay: options.commitRelay }),
     }),
   );
 }
