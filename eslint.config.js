@@ -115,6 +115,14 @@ const JOSE = {
   message: 'Only modules/tokens/ imports jose: tokens are signed and checked there alone.',
 };
 
+/** Values from node:http(s) come through http/node-http.ts (why: there). */
+const NODE_HTTP = ['node:http', 'node:https', 'http', 'https'].map((name) => ({
+  name,
+  allowTypeImports: true,
+  message:
+    "Use nodeHttp/nodeHttps from src/http/node-http.ts: an ES import of node:http loads Node's fetch (undici), which Tessera does not use.",
+}));
+
 /** no-restricted-imports for some files: the parts they may not import, and jose unless allowed. */
 function restrictImports({ files, ignores = [], keepOut, jose = false }) {
   return {
@@ -125,7 +133,7 @@ function restrictImports({ files, ignores = [], keepOut, jose = false }) {
       'no-restricted-imports': [
         'error',
         {
-          paths: jose ? [] : [JOSE],
+          paths: [...(jose ? [] : [JOSE]), ...NODE_HTTP],
           patterns: keepOut.map(([regex, message, more]) => ({ regex, message, ...more })),
         },
       ],

@@ -2,7 +2,6 @@
 // an unknown route — leaves as RFC 9457 problem details. A 5xx never shows its cause: the
 // log gets the error, the client gets the request id to quote.
 
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain-error.js';
@@ -10,9 +9,12 @@ import { type ProblemError, invalid, problem, quoteInput, toProblemBody } from '
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../store/errors.js';
 import { describeBodyLimit } from './body-limits.js';
 import { isDebugEnabled } from './logging.js';
+import { nodeHttp } from './node-http.js';
 import { requestPath } from './request-path.js';
 import type { RouteIndex } from './route-index.js';
 import { toInvalidParams } from './validation.js';
+
+const { STATUS_CODES } = nodeHttp;
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 

@@ -4,8 +4,7 @@
 // followed; 5 s timeout; at most 256 KiB is read. `allowInsecure` (IAM_ALLOW_INSECURE_JWKS=true)
 // lifts the scheme and address rules; the time, size and redirect limits always hold.
 
-import http from 'node:http';
-import https from 'node:https';
+import { nodeHttp as http, nodeHttps as https } from '../../http/node-http.js';
 import {
   OutboundRefusedError,
   OutboundUnavailableError,

@@ -10,9 +10,10 @@
 // address is checked in its own DNS lookup, so a pooled socket only ever talks to an address
 // that passed the fence.
 
-import http from 'node:http';
-import https from 'node:https';
+import type { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import { LRUCache } from 'lru-cache';
+import { nodeHttp, nodeHttps } from '../../http/node-http.js';
 import { Webhook } from 'standardwebhooks';
 import {
   OutboundRefusedError,
@@ -55,8 +56,8 @@ export interface SignedMessage {
 
 /** One webhook's own connection pools. */
 interface WebhookPools {
-  http: http.Agent;
-  https: https.Agent;
+  http: HttpAgent;
+  https: HttpsAgent;
 }
 
 export class WebhookSender {
@@ -114,7 +115,7 @@ export class WebhookSender {
     const secure = target.protocol === 'https:';
     const pools = this.#poolsOf(webhookId);
     return new Promise((resolve) => {
-      const request = (secure ? https : http).request(target, {
+      const request = (secure ? nodeHttps : nodeHttp).request(target, {
         method: 'POST',
         agent: secure ? pools.https : pools.http,
         lookup: fencedLookup(this.options.policy, 'url'),
@@ -197,7 +198,7 @@ export class WebhookSender {
     if (pools === undefined) {
       // One socket: a webhook's deliveries go one at a time, in order, so it never needs two.
       const options = { keepAlive: true, maxSockets: 1, timeout: IDLE_SOCKET_MS };
-      pools = { http: new http.Agent(options), https: new https.Agent(options) };
+      pools = { http: new nodeHttp.Agent(options), https: new nodeHttps.Agent(options) };
       this.#pools.set(webhookId, pools);
     }
     return pools;
