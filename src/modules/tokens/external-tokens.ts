@@ -158,6 +158,25 @@ export class ExternalTokenVerifier {
     return { ...result, identifier };
   }
 
+  /**
+   * The user an application's token would name if it verifies, from its unverified claims and
+   * the application's entries as last read (null when none were read, or the token names no
+   * entry or no valid identifier). Only a guess: inspect() decides.
+   */
+  expectedIdentity(
+    clientId: string,
+    token: string,
+  ): { provider: string; identifier: string } | null {
+    const byIssuer = this.#entries.get(clientId)?.byIssuer;
+    if (byIssuer === undefined) return null;
+    const decoded = decodeToken(token);
+    if ('check' in decoded || typeof decoded.claims.iss !== 'string') return null;
+    const entry = byIssuer.get(decoded.claims.iss)?.read;
+    if (entry === undefined || 'check' in entry) return null;
+    const identifier = checkIdentifier(decoded.claims, entry);
+    return typeof identifier === 'string' ? { provider: entry.provider, identifier } : null;
+  }
+
   /** The application's entries by issuer (the first entry naming an issuer wins), per etag. */
   #entriesOf(application: ApplicationRecord): Map<string, IssuerEntry> {
     const cached = this.#entries.get(application.clientId);

@@ -362,7 +362,13 @@ export class SigningKeys {
  * libuv's thread pool. Verification, where the security lies, is jose's (outside tokens, and
  * every algorithm's tokens in the tests); signing is done here because jose's signing path
  * costs about 70 µs of event-loop time per token against 20 µs for this (docs/decisions.md).
- * ECDSA signatures are r ‖ s (ieee-p1363), as RFC 7518 §3.4 requires; RSA is PKCS #1 v1.5.
+ * ECDSA signatures are r ‖ s, as RFC 7518 §3.4 requires; RSA is PKCS #1 v1.5.
+ *
+ * The key is handed over as the KeyObject itself, and an ECDSA signature converted from DER
+ * here: `{ key, dsaEncoding: 'ieee-p1363' }` sent node:crypto through its key-preparation path
+ * on every call, 37–55 µs of the main thread and 96–129 µs of the process a signature against
+ * 5–10 and 37–47 µs (16 signatures in flight, 6,000 a round, Node.js 24; bench/README.md,
+ * "Tokens on PostgreSQL").
  */
 function compactSigner(
   algorithm: SigningAlgorithm,
@@ -371,14 +377,43 @@ function compactSigner(
 ): Signer['sign'] {
   const encodedHeader = Buffer.from(JSON.stringify(header)).toString('base64url');
   const digest = DIGESTS[algorithm];
+  const encode =
+    algorithm === 'ES256'
+      ? (signature: Buffer) => ecdsaDerToJose(signature, 32)
+      : (signature: Buffer) => signature;
   return (claims) =>
     new Promise((resolve, reject) => {
       const input = `${encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-      sign(digest, Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }, (error, signature) => {
+      sign(digest, Buffer.from(input), key, (error, signature) => {
         if (error !== null) reject(error);
-        else resolve(`${input}.${signature.toString('base64url')}`);
+        else resolve(`${input}.${encode(signature).toString('base64url')}`);
       });
     });
+}
+
+/**
+ * An ECDSA signature's DER form (SEQUENCE of the INTEGERs r and s) as JWS writes it: r and s
+ * each as `size` big-endian bytes, r ‖ s. DER drops an integer's leading zero bytes and adds
+ * one before a high bit, so each is cut or padded to `size`.
+ */
+export function ecdsaDerToJose(der: Buffer, size: number): Buffer {
+  // SEQUENCE, its length (one byte: at most 2 × (2 + 1 + 66) for P-521), then the integers.
+  let offset = der[1]! & 0x80 ? 2 + (der[1]! & 0x7f) : 2;
+  const out = Buffer.alloc(2 * size);
+  for (let part = 0; part < 2; part++) {
+    if (der[offset] !== 0x02) throw new Error('Not a DER-encoded ECDSA signature.');
+    const length = der[offset + 1]!;
+    let start = offset + 2;
+    let bytes = length;
+    while (bytes > size && der[start] === 0) {
+      start++;
+      bytes--;
+    }
+    if (bytes > size) throw new Error('An ECDSA signature integer is longer than its curve.');
+    der.copy(out, part * size + (size - bytes), start, start + bytes);
+    offset += 2 + length;
+  }
+  return out;
 }
 
 async function generateSigningKey(

@@ -51,6 +51,12 @@ export interface ExchangeResult {
   expires_in: number;
 }
 
+/** A user read (or found missing) ahead of the token's verification. */
+interface UserRead {
+  identity: UserIdentity;
+  user: UserRecord | undefined;
+}
+
 /** What exchanging a token would do, for the dry run. */
 export interface Evaluation {
   inspection: TokenInspection;
@@ -82,8 +88,11 @@ export class TokenExchange {
   ): Promise<ExchangeResult> {
     checkGrantType(parameters);
     const request = checkExchangeParameters(parameters);
-    const application = await this.#findClient(request.clientId);
-    const evaluation = await this.evaluate(application, request.subjectToken);
+    const { application, read } = await this.#findClientAndUser(
+      request.clientId,
+      request.subjectToken,
+    );
+    const evaluation = await this.evaluate(application, request.subjectToken, read);
     if (evaluation.failure !== null) throw refusal(evaluation.failure);
     const user =
       evaluation.existing ??
@@ -103,7 +112,12 @@ export class TokenExchange {
     return this.evaluate(application, token);
   }
 
-  async evaluate(application: ApplicationRecord, token: string): Promise<Evaluation> {
+  /** `read`: a user read already, used when the verified token names that identity. */
+  async evaluate(
+    application: ApplicationRecord,
+    token: string,
+    read: UserRead | null = null,
+  ): Promise<Evaluation> {
     const inspection = await this.deps.verifier.inspect(application, token);
     const result: Evaluation = {
       inspection,
@@ -119,7 +133,12 @@ export class TokenExchange {
       identifier: inspection.identifier!,
     };
     result.identity = identity;
-    const existing = await this.deps.users.lookUpUser(identity);
+    const existing =
+      read !== null &&
+      read.identity.provider === identity.provider &&
+      read.identity.identifier === identity.identifier
+        ? read.user
+        : await this.deps.users.lookUpUser(identity);
     if (existing !== undefined && !existing.active) {
       return {
         ...result,
@@ -149,10 +168,26 @@ export class TokenExchange {
     return { ...result, registration };
   }
 
-  async #findClient(clientId: string): Promise<ApplicationRecord> {
+  /**
+   * The client's application and, when its external_token_validation was read before, the
+   * user the token would name, in one statement instead of two. The user is read before the
+   * token is verified but only used when the verified token names the same identity
+   * (evaluate), so nothing is decided on unverified claims; a forged token is refused as any
+   * other, whether or not that user exists.
+   */
+  async #findClientAndUser(
+    clientId: string,
+    token: string,
+  ): Promise<{ application: ApplicationRecord; read: UserRead | null }> {
     if (!CLIENT_ID.Check(clientId)) throw unknownClient();
+    const expected = this.deps.verifier.expectedIdentity(clientId, token);
     try {
-      return await this.deps.applications.findApplication(clientId);
+      if (expected === null) {
+        return { application: await this.deps.applications.findApplication(clientId), read: null };
+      }
+      const identity = { clientId, ...expected };
+      const found = await this.deps.users.lookUpUserWithApplication(identity);
+      return { application: found.application, read: { identity, user: found.user } };
     } catch (error) {
       throw isNotFound(error) ? unknownClient() : error;
     }

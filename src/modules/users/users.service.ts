@@ -162,6 +162,21 @@ export class UsersService {
     return { application: found.application, user };
   }
 
+  /**
+   * The application and one of its users or undefined, read together; `not_found` without the
+   * application.
+   */
+  async lookUpUserWithApplication(
+    identity: UserIdentity,
+  ): Promise<{ application: ApplicationRecord; user: UserRecord | undefined }> {
+    const found = await this.deps.store.users.findApplicationWithUsers(identity.clientId, {
+      ids: [],
+      identities: [identity],
+    });
+    if (found === undefined) throw applicationNotFound(identity.clientId);
+    return { application: found.application, user: found.users[0] };
+  }
+
   /** The user, or undefined. */
   lookUpUser(ref: UserRef): Promise<UserRecord | undefined> {
     return 'id' in ref
