@@ -176,7 +176,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const writers = Array.from({ length: WRITERS }, (_, index) => writer(index));
       await new Promise((resolve) => setTimeout(resolve, 100 + random() * 700));
       killed = true;
-      server.process.kill('SIGKILL');
+      server.killAll('SIGKILL');
       await server.exited;
       await Promise.all(writers);
       if (server.output().includes(KEY)) throw new Error('the server logged the API key');
@@ -202,7 +202,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     await verifyEvents(server.baseUrl, headers, happened, report);
   } finally {
-    server.process.kill('SIGKILL');
+    server.killAll('SIGKILL');
     await server.exited;
   }
   return report;

@@ -25,7 +25,7 @@ describe('npm start, end to end', { timeout: 240_000 }, () => {
   });
 
   after(() => {
-    first?.process.kill('SIGKILL');
+    first?.killAll('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -81,7 +81,7 @@ async function runKilledImport(options: { databaseUrl: string; dataDir: string; 
       await sleep(5);
     }
     assert.equal(seen.status, 'running', 'the import was still running when the server was killed');
-    server.process.kill('SIGKILL');
+    server.killAll('SIGKILL');
     await server.exited;
 
     server = await start();

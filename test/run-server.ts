@@ -3,7 +3,7 @@
 // server-process.ts, which adds the check that no server prints a key.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,6 +79,23 @@ export interface ServerProcess {
   exited: Promise<number | null>;
   /** Sends SIGTERM and resolves with the exit code. */
   stop: () => Promise<number | null>;
+  /**
+   * Sends `signal` to the server and, when it runs workers (IAM_WORKERS), to each of them at
+   * once: kill -9 of the whole service, not of its primary alone.
+   */
+  killAll: (signal: NodeJS.Signals) => void;
+}
+
+/** The processes `pid` started (Linux), such as a primary's workers. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .split(' ')
+      .filter((text) => text.trim() !== '')
+      .map(Number);
+  } catch {
+    return [];
+  }
 }
 
 const OUTPUT_LIMIT = 64 * 1024 * 1024;
@@ -135,6 +152,17 @@ export async function startServerProcess(
     stop: () => {
       child.kill('SIGTERM');
       return exited;
+    },
+    killAll: (signal) => {
+      // The workers first, so none of them answers once the primary is gone.
+      for (const worker of child.pid === undefined ? [] : childrenOf(child.pid)) {
+        try {
+          process.kill(worker, signal);
+        } catch {
+          // gone already
+        }
+      }
+      child.kill(signal);
     },
   };
 }

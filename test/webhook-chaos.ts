@@ -112,7 +112,7 @@ export async function runWebhookChaos(options: {
       const writers = Array.from({ length: WRITERS }, writer);
       await new Promise((resolve) => setTimeout(resolve, 100 + random() * 700));
       killed = true;
-      server.process.kill('SIGKILL');
+      server.killAll('SIGKILL');
       await server.exited;
       await Promise.all(writers);
       server = await start();
@@ -159,7 +159,7 @@ export async function runWebhookChaos(options: {
       refused: receiver.refused.length,
     };
   } finally {
-    server.process.kill('SIGKILL');
+    server.killAll('SIGKILL');
     await server.exited;
     await receiver.close();
   }

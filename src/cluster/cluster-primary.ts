@@ -93,7 +93,9 @@ export async function runPrimary(config: Config): Promise<void> {
   const exited = (slot: Slot, code: number | null, signal: string | null): void => {
     if (slots.get(slot.number) === slot) slots.delete(slot.number);
     if (stopping) {
-      if (code !== 0) exitCode = 1;
+      // One still starting has no signal handler yet: SIGTERM ends it at once, serving nothing.
+      const stoppedBeforeServing = slot.readyAt === null && signal === 'SIGTERM';
+      if (code !== 0 && !stoppedBeforeServing) exitCode = 1;
       if (slots.size === 0) finish();
       return;
     }
