@@ -3,10 +3,11 @@
 // store, exit 0.
 
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { isColorSupported, prettyFactory } from 'pino-pretty';
+import type * as PinoPretty from 'pino-pretty';
 import { prepareAccess } from './access.js';
 import { buildApp } from './app.js';
 import { buildOperationsApp } from './operations-app.js';
@@ -71,6 +72,10 @@ export function createLogger(
     },
   };
   if (format === 'pretty') {
+    // Loaded only for LOG_FORMAT=pretty (0.4 MB of heap otherwise held for nothing).
+    const { isColorSupported, prettyFactory } = createRequire(import.meta.url)(
+      'pino-pretty',
+    ) as typeof PinoPretty;
     // Formatted as written, synchronously (stdout is synchronous for files, pipes and
     // terminals on Linux): the last line before an exit is not lost.
     const prettify = prettyFactory({
@@ -134,7 +139,7 @@ export async function startServer(
     config.redisUrl === null ||
     (config.rateLimitPerMinute === 0 && config.authFailuresPerMinute === 0)
       ? undefined
-      : openRateLimitRedis(config.redisUrl, logger);
+      : await openRateLimitRedis(config.redisUrl, logger);
   if (rateLimitRedis !== undefined) await waitForRedis(rateLimitRedis, REDIS_START_WAIT_MS);
   const app = await buildApp({
     store,

@@ -105,14 +105,14 @@ describe('failed authentication shared through Redis', { skip }, () => {
   let second: TestContext;
 
   before(async () => {
-    const redis = () => {
-      const client = openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }));
+    const redis = async () => {
+      const client = await openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }));
       clients.push(client);
       return client;
     };
     const options = { authFailuresPerMinute: LIMIT, authFailuresRedisPrefix: prefix };
-    first = await buildTestApp({ ...options, rateLimitRedis: redis() });
-    second = await buildTestApp({ ...options, store: first.store, rateLimitRedis: redis() });
+    first = await buildTestApp({ ...options, rateLimitRedis: await redis() });
+    second = await buildTestApp({ ...options, store: first.store, rateLimitRedis: await redis() });
     for (const client of clients) {
       for (let wait = 0; wait < 100 && client.status !== 'ready'; wait++) {
         await new Promise((resolve) => setTimeout(resolve, 20));

@@ -73,7 +73,7 @@ function describeThreeInstances(label: string, skip: string | false, redis: bool
       schema = await createTestSchema();
       for (let index = 0; index < 3; index++) {
         const client = redis
-          ? openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }))
+          ? await openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }))
           : undefined;
         if (client !== undefined) clients.push(client);
         instances.push(

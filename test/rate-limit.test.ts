@@ -82,21 +82,21 @@ describe('rate limits shared through Redis', { skip }, () => {
 
   before(async () => {
     logs = capturingLogger();
-    const redis = () => {
-      const client = openRateLimitRedis(REDIS_TEST_URL, logs.logger);
+    const redis = async () => {
+      const client = await openRateLimitRedis(REDIS_TEST_URL, logs.logger);
       clients.push(client);
       return client;
     };
     first = await buildTestApp({
       rateLimitPerMinute: 5,
-      rateLimitRedis: redis(),
+      rateLimitRedis: await redis(),
       rateLimitRedisPrefix: prefix,
     });
     // A second instance on the same store, with its own Redis connection: another process.
     second = await buildTestApp({
       store: first.store,
       rateLimitPerMinute: 5,
-      rateLimitRedis: redis(),
+      rateLimitRedis: await redis(),
       rateLimitRedisPrefix: prefix,
     });
     await Promise.all(clients.map((client) => until(() => client.status === 'ready', 'ready')));
@@ -145,7 +145,7 @@ describe('rate limits while Redis is unreachable', { skip }, () => {
   before(async () => {
     relay = await redisRelay();
     logs = capturingLogger();
-    redis = openRateLimitRedis(relay.url, logs.logger);
+    redis = await openRateLimitRedis(relay.url, logs.logger);
     ctx = await buildTestApp({
       rateLimitPerMinute: 3,
       rateLimitRedis: redis,
@@ -200,7 +200,7 @@ describe('REDIS_URL, as the server reads it', { skip }, () => {
         LOG_LEVEL: 'silent',
       }),
     );
-    const redis = openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }));
+    const redis = await openRateLimitRedis(REDIS_TEST_URL, pino({ level: 'silent' }));
     try {
       const { port } = app.server.address() as { port: number };
       const get = (path: string) =>
