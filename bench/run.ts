@@ -45,6 +45,15 @@ const SEED_BATCH = 10_000;
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',');
 /** For working on one scenario: a comma-separated subset of the scenario names. */
 const ONLY = process.env.BENCH_SCENARIOS?.split(',');
+/**
+ * BENCH_WORKERS=1,2: Tessera's IAM_WORKERS, one server after the other on the same seeded store,
+ * and the later counts compared with the first (default 1: one process, as before).
+ */
+const WORKERS = (process.env.BENCH_WORKERS ?? '1').split(',').map((text) => {
+  const count = Number(text);
+  if (!Number.isInteger(count) || count < 1) throw new Error(`BENCH_WORKERS: ${text}?`);
+  return count;
+});
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const PREFIX = '/iam/api/v1';
 const CLIENT_ID = 'bench-app';
@@ -141,10 +150,12 @@ function seedUser(n: number, now: number): UserRecord {
   };
 }
 
+/** Users written so far in this run: every server of it (BENCH_WORKERS) creates new ones. */
+let written = 0;
+
 function scenarios(apiKey: string, deepCursor: string): Scenario[] {
   const auth = { authorization: `apikey ${apiKey}` };
   const json = { ...auth, 'content-type': 'application/json' };
-  let written = 0;
   const getUser = (): RequestShape => ({
     method: 'GET',
     path: userPath(randomUser()),
@@ -390,7 +401,37 @@ function ratioTarget(scenario: string, minimum: number): Target {
 // --- processes --------------------------------------------------------------------------
 
 /** Resident set of a process in MB, now and at its peak (Linux /proc); NaN elsewhere. */
+/** The process and those it started (a primary's workers, IAM_WORKERS), from /proc. */
+function processTree(pid: number): number[] {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .split(' ')
+      .filter((text) => text.trim() !== '')
+      .map(Number);
+    return [pid, ...children];
+  } catch {
+    return [pid];
+  }
+}
+
+/** CPU time of the process and its workers, in µs. */
+function treeCpuTimeOf(pid: number): number {
+  return processTree(pid).reduce((sum, each) => sum + cpuTimeOf(each), 0);
+}
+
+/**
+ * RSS of the process and its workers, now and at their peaks, in MB. With workers the peak is
+ * the sum of each process's own peak: at most what they held together at one moment.
+ */
 function memoryOf(pid: number): { rss: number; peak: number } {
+  const each = processTree(pid).map(memoryOfOne);
+  return {
+    rss: each.reduce((sum, memory) => sum + memory.rss, 0),
+    peak: each.reduce((sum, memory) => sum + memory.peak, 0),
+  };
+}
+
+function memoryOfOne(pid: number): { rss: number; peak: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (field: string) =>
@@ -503,6 +544,12 @@ async function captureExpected(
  * perf-<store>.json for bench/perf-summary.ts.
  */
 const PERF_DIR = process.env.BENCH_PERF;
+if (WORKERS.some((count) => count > 1) && (process.env.BENCH_PERF ?? process.env.BENCH_CPU_PROF)) {
+  // Both follow one process (perf -p, one inspector): with workers they would see the primary.
+  throw new Error(
+    'BENCH_PERF and BENCH_CPU_PROF profile one process: use them with BENCH_WORKERS=1',
+  );
+}
 const perfRuns: { scenario: string; file: string; answered: number }[] = [];
 
 /**
@@ -557,7 +604,7 @@ async function driveTessera(served: Served, seconds: number, scenario: string, m
 }
 
 async function drive({ port, pid, load }: Served, seconds: number): Promise<RunFigures> {
-  const cpuBefore = cpuTimeOf(pid);
+  const cpuBefore = treeCpuTimeOf(pid);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
@@ -581,7 +628,7 @@ async function drive({ port, pid, load }: Served, seconds: number): Promise<RunF
   const expected = statusCodes[String(load.expect)] ?? 0;
   return {
     rps: answered / result.duration,
-    cpuUs: (cpuTimeOf(pid) - cpuBefore) / answered,
+    cpuUs: (treeCpuTimeOf(pid) - cpuBefore) / answered,
     p50: result.latency.p50,
     p99: result.latency.p99,
     unexpected: answered - expected + result.errors + result.timeouts,
@@ -701,9 +748,29 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
   const prepared = await prepareStore(kind, peer);
   if ('skipped' in prepared) {
     log(`== ${kind}: skipped: ${prepared.skipped}`);
-    return { store: kind, skipped: prepared.skipped };
+    return [{ store: kind, skipped: prepared.skipped }];
   }
   log(`== ${kind}: seeded in ${prepared.seedSeconds.toFixed(1)} s`);
+  try {
+    const reports = [];
+    for (const workers of WORKERS) {
+      if (WORKERS.length > 1) log(`== ${kind}: Tessera with IAM_WORKERS=${workers}`);
+      reports.push(await benchServer(kind, prepared, peer, idTokens, workers));
+    }
+    return reports;
+  } finally {
+    await prepared.cleanUp();
+  }
+}
+
+/** Tessera with `workers` processes (IAM_WORKERS) on the seeded store, every scenario. */
+async function benchServer(
+  kind: StoreKind,
+  prepared: PreparedStore,
+  peer: Peer,
+  idTokens: string[],
+  workers: number,
+) {
   const apiKey = `tsr_bench_${randomBytes(24).toString('base64url')}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-data-'));
   let tessera: ServerProcess | undefined;
@@ -730,6 +797,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
         // The refusals themselves are measured (wrong-key, pre-auth-*), not the 429 that the
         // failed-authentication limit answers after 60 of them.
         IAM_AUTH_FAILURES_PER_MINUTE: '0',
+        IAM_WORKERS: String(workers),
       },
     );
     if (CPU_PROF_DIR !== undefined) {
@@ -871,6 +939,7 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
       }));
     return {
       store: kind,
+      workers,
       users: USERS,
       seedSeconds: prepared.seedSeconds,
       peakRssMb,
@@ -883,23 +952,22 @@ async function benchStore(kind: StoreKind, peer: Peer, idTokens: string[]) {
     inspector = undefined;
     if (CPU_PROF_DIR !== undefined) {
       writeFileSync(
-        join(CPU_PROF_DIR, `cpuprof-${kind}.json`),
+        join(CPU_PROF_DIR, `cpuprof-${kind}${workers === 1 ? '' : `-${workers}w`}.json`),
         JSON.stringify(cpuProfRuns.splice(0), null, 1),
       );
     }
     if (tessera !== undefined) await tessera.stop();
     if (PERF_DIR !== undefined) {
       writeFileSync(
-        join(PERF_DIR, `perf-${kind}.json`),
+        join(PERF_DIR, `perf-${kind}${workers === 1 ? '' : `-${workers}w`}.json`),
         JSON.stringify(perfRuns.splice(0), null, 1),
       );
     }
     rmSync(dataDir, { recursive: true, force: true });
-    await prepared.cleanUp();
   }
 }
 
-type StoreReport = Awaited<ReturnType<typeof benchStore>>;
+type StoreReport = Awaited<ReturnType<typeof benchStore>>[number];
 
 function printTable(reports: StoreReport[]): void {
   const lines: string[] = [];
@@ -930,7 +998,7 @@ function printTable(reports: StoreReport[]): void {
       continue;
     }
     lines.push(
-      `${report.store}: ${report.users.toLocaleString('en')} users, seeded in ${report.seedSeconds.toFixed(1)} s; ` +
+      `${report.store}${WORKERS.length > 1 || report.workers > 1 ? ` with ${report.workers} worker(s)` : ''}: ${report.users.toLocaleString('en')} users, seeded in ${report.seedSeconds.toFixed(1)} s; ` +
         `peak server RSS ${report.peakRssMb.toFixed(0)} MB`,
     );
     for (const [name, label] of [
@@ -977,6 +1045,56 @@ function printTable(reports: StoreReport[]): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
+/** BENCH_WORKERS: what more workers gave over the first count, per store and scenario. */
+const WORKER_TARGETS: Record<string, number> = {
+  'list-users-first': 1.5,
+  'get-user': 1.3,
+  'create-user': 1.1,
+};
+
+function compareWorkers(reports: StoreReport[]) {
+  const comparisons = [];
+  const lines: string[] = [];
+  for (const base of reports) {
+    if ('skipped' in base || base.workers !== WORKERS[0]) continue;
+    for (const other of reports) {
+      if ('skipped' in other || other.store !== base.store || other.workers === base.workers) {
+        continue;
+      }
+      lines.push(
+        `\n${base.store}: ${other.workers} workers against ${base.workers} (req/s; in brackets, ` +
+          'the same for the ratios to the reference, measured alongside)',
+      );
+      for (const scenario of other.scenarios) {
+        const before = base.scenarios.find((each) => each.name === scenario.name);
+        if (before === undefined) continue;
+        const speedup = scenario.tessera.rps / before.tessera.rps;
+        const ofRatios = scenario.ratio / before.ratio;
+        const target = WORKER_TARGETS[scenario.name];
+        comparisons.push({
+          store: base.store,
+          scenario: scenario.name,
+          workers: [base.workers, other.workers],
+          rps: [before.tessera.rps, scenario.tessera.rps],
+          speedup,
+          ratioOfRatios: ofRatios,
+          ...(target === undefined ? {} : { target, met: speedup >= target }),
+        });
+        lines.push(
+          `  ${scenario.name.padEnd(24)} ${before.tessera.rps.toFixed(0).padStart(7)} -> ` +
+            `${scenario.tessera.rps.toFixed(0).padStart(7)}  ${speedup.toFixed(2)}x ` +
+            `(${ofRatios.toFixed(2)}x)` +
+            (target === undefined
+              ? ''
+              : `  target >= ${target}x: ${speedup >= target ? 'met' : 'MISSED'}`),
+        );
+      }
+    }
+  }
+  if (lines.length > 0) process.stdout.write(`${lines.join('\n')}\n`);
+  return comparisons;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const reports: StoreReport[] = [];
@@ -986,7 +1104,7 @@ async function main(): Promise<void> {
     const idTokens = await mintIdTokens(peer, randomUser);
     for (const kind of STORES) {
       if (kind !== 'sqlite' && kind !== 'postgres') throw new Error(`unknown store ${kind}`);
-      reports.push(await benchStore(kind, peer, idTokens));
+      reports.push(...(await benchStore(kind, peer, idTokens)));
     }
   } finally {
     peer.stop();
@@ -1006,12 +1124,15 @@ async function main(): Promise<void> {
       warmupSeconds: WARMUP_S,
       rounds: ROUNDS,
       users: USERS,
+      workers: WORKERS,
       loadGenerator: 'autocannon in the bench process; each server is its own process',
     },
     stores: reports,
     totalSeconds: (Date.now() - started) / 1000,
   };
   printTable(reports);
+  const scaling = compareWorkers(reports);
+  Object.assign(output, { workers: scaling });
   mkdirSync(OUT_DIR, { recursive: true });
   const text = `${JSON.stringify(output, null, 2)}\n`;
   writeFileSync(join(OUT_DIR, 'latest.json'), text);
