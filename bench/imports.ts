@@ -23,6 +23,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  writeFileSync,
   statSync,
 } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -40,6 +41,10 @@ const KEY = `tsr_bench_${randomBytes(24).toString('base64url')}`;
 const CLIENT_ID = 'bench-app';
 /** BENCH_CPU_PROF=<dir>: the server runs under V8's profiler (--cpu-prof), one profile per store. */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
+/** BENCH_SERVER_FLAGS: more flags for the server's node (e.g. `--trace-gc`), space-separated. */
+const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
+/** BENCH_SERVER_LOG=<dir>: the server's output is written there, one file per store. */
+const SERVER_LOG_DIR = process.env.BENCH_SERVER_LOG;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function rssMb(pid: number): number {
@@ -55,6 +60,65 @@ function rssParts(pid: number) {
     rss: mb('VmRSS'),
     anon: mb('RssAnon'),
     file: mb('RssFile') + mb('RssShmem'),
+  };
+}
+
+/** A glibc heap of a thread's malloc arena: 64 MB, aligned to its size (HEAP_MAX_SIZE). */
+const ARENA_KB = 64 * 1024;
+
+/**
+ * The anonymous resident set by who maps it, MB, from /proc/<pid>/smaps: the main thread's
+ * malloc heap (`[heap]`, grown by brk), the heaps of the other threads' malloc arenas (64 MB
+ * regions, aligned: a read-write part and its reserve), and the rest (V8's heap pages, the
+ * malloc chunks large enough to be mapped on their own, stacks); and the number of threads.
+ */
+function anonParts(pid: number) {
+  const lines = readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n');
+  const maps: { start: bigint; end: bigint; perms: string; path: string; rss: number }[] = [];
+  for (const line of lines) {
+    const header = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header !== null) {
+      maps.push({
+        start: BigInt(`0x${header[1]}`),
+        end: BigInt(`0x${header[2]}`),
+        perms: header[3]!,
+        path: header[4]!,
+        rss: 0,
+      });
+    } else if (line.startsWith('Rss:') && maps.length > 0) {
+      maps[maps.length - 1]!.rss = Number(/\d+/.exec(line)![0]);
+    }
+  }
+  const parts = { brk: 0, arenas: 0, arenaCount: 0, other: 0, threads: 0 };
+  for (let index = 0; index < maps.length; index++) {
+    const map = maps[index]!;
+    if (map.path === '[heap]') parts.brk += map.rss;
+    else if (map.path !== '' && !map.path.startsWith('[anon')) continue;
+    else {
+      const next = maps[index + 1];
+      const reserve =
+        next !== undefined && next.start === map.end && next.perms.startsWith('---')
+          ? Number((next.end - next.start) / 1024n)
+          : 0;
+      const size = Number((map.end - map.start) / 1024n) + reserve;
+      if (
+        map.perms.startsWith('rw') &&
+        map.start % BigInt(ARENA_KB * 1024) === 0n &&
+        size === ARENA_KB
+      ) {
+        parts.arenas += map.rss;
+        parts.arenaCount++;
+        if (reserve > 0) index++;
+      } else parts.other += map.rss;
+    }
+  }
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  parts.threads = Number(/Threads:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return {
+    ...parts,
+    brk: parts.brk / 1024,
+    arenas: parts.arenas / 1024,
+    other: parts.other / 1024,
   };
 }
 
@@ -113,12 +177,15 @@ function driveGets(server: ServerProcess) {
 }
 
 /** V8's committed heap and Node's external memory (Buffers), MB, from the server's /metrics. */
-async function heapMb(server: ServerProcess): Promise<{ heap: number; external: number }> {
+async function heapMb(
+  server: ServerProcess,
+): Promise<{ heap: number; used: number; external: number }> {
   const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
   const read = (name: string) =>
     Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1024 / 1024;
   return {
     heap: read('nodejs_heap_size_total_bytes'),
+    used: read('nodejs_heap_size_used_bytes'),
     external: read('nodejs_external_memory_bytes'),
   };
 }
@@ -141,6 +208,7 @@ async function benchStore(store: string, directory: string, file: string) {
       process.execPath,
       [
         '--max-semi-space-size=8',
+        ...SERVER_FLAGS,
         ...(CPU_PROF_DIR === undefined
           ? []
           : [
@@ -190,18 +258,31 @@ async function benchStore(store: string, directory: string, file: string) {
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 100);
       // Once a second, V8's share of the resident set (from /metrics), kept at the largest RSS.
       const heapAtIdle = await heapMb(server);
-      const partsAtIdle = rssParts(pid);
-      let heapAtPeak = { rss: 0, anon: 0, file: 0, heap: 0, external: 0 };
+      const posted = performance.now();
+      const partsAtIdle = { ...rssParts(pid), ...anonParts(pid) };
+      let heapAtPeak = {
+        ...partsAtIdle,
+        rss: 0,
+        heap: 0,
+        used: 0,
+        external: 0,
+      };
+      // With BENCH_SERVER_LOG, every second's parts are kept (written beside the server's log).
+      const timeline: string[] = [];
       const heapSampler = setInterval(() => {
         const parts = rssParts(pid);
+        if (SERVER_LOG_DIR !== undefined) {
+          const at = ((performance.now() - posted) / 1000).toFixed(1);
+          timeline.push(JSON.stringify({ at, ...parts, ...anonParts(pid) }));
+        }
         if (parts.rss <= heapAtPeak.rss) return;
+        const anon = anonParts(pid);
         heapMb(server)
           .then((heap) => {
-            if (parts.rss > heapAtPeak.rss) heapAtPeak = { ...parts, ...heap };
+            if (parts.rss > heapAtPeak.rss) heapAtPeak = { ...parts, ...anon, ...heap };
           })
           .catch(() => undefined);
       }, 1000);
-      const posted = performance.now();
       const response = await fetch(
         `${server.baseUrl}/iam/api/v1/applications/${CLIENT_ID}/users/import`,
         {
@@ -213,6 +294,7 @@ async function benchStore(store: string, directory: string, file: string) {
       );
       const job = (await response.json()) as { id: string };
       const uploadSeconds = (performance.now() - posted) / 1000;
+      const partsAfterUpload = { ...rssParts(pid), ...anonParts(pid) };
       let done: {
         status: string;
         counts: { read: number };
@@ -232,6 +314,9 @@ async function benchStore(store: string, directory: string, file: string) {
       }
       clearInterval(sampler);
       clearInterval(heapSampler);
+      if (SERVER_LOG_DIR !== undefined) {
+        writeFileSync(join(SERVER_LOG_DIR, `timeline-${store}.ndjson`), timeline.join('\n'));
+      }
       load.stop();
       const during = latency(
         load.samples.filter((sample) => sample.sentAt >= posted && sample.sentAt <= importEnd),
@@ -270,10 +355,14 @@ async function benchStore(store: string, directory: string, file: string) {
         peakRss,
         heapAtIdle,
         partsAtIdle,
+        partsAfterUpload,
         heapAtPeak,
       };
     } finally {
       await server.stop();
+      if (SERVER_LOG_DIR !== undefined) {
+        writeFileSync(join(SERVER_LOG_DIR, `server-${store}.log`), server.output());
+      }
     }
   });
 }
@@ -314,7 +403,8 @@ async function main() {
             : `export: FAILED: ${r.exportFailure}`,
           `GET user: idle p50 ${r.idle.p50.toFixed(1)} ms p99 ${r.idle.p99.toFixed(1)} ms (${r.idle.count}); during the import p50 ${r.during.p50.toFixed(1)} ms p99 ${r.during.p99.toFixed(1)} ms (${r.during.count}); p99 ratio ${(r.during.p99 / Math.max(0.1, r.idle.p99)).toFixed(1)}× (target < 50 ms)`,
           `RSS: idle ${r.idleRss.toFixed(0)} MB, peak during the import ${r.peakRss.toFixed(0)} MB, +${(r.peakRss - r.idleRss).toFixed(0)} MB (target within 64 MB)`,
-          `RSS parts, idle → at the largest RSS sampled each second (${r.heapAtPeak.rss.toFixed(0)} MB): V8 heap committed ${r.heapAtIdle.heap.toFixed(0)} → ${r.heapAtPeak.heap.toFixed(0)} MB, external ${r.heapAtIdle.external.toFixed(0)} → ${r.heapAtPeak.external.toFixed(0)} MB, anonymous ${r.partsAtIdle.anon.toFixed(0)} → ${r.heapAtPeak.anon.toFixed(0)} MB, file-backed and shared ${r.partsAtIdle.file.toFixed(0)} → ${r.heapAtPeak.file.toFixed(0)} MB`,
+          `RSS parts, idle → at the largest RSS sampled each second (${r.heapAtPeak.rss.toFixed(0)} MB): V8 heap committed ${r.heapAtIdle.heap.toFixed(0)} → ${r.heapAtPeak.heap.toFixed(0)} MB (used ${r.heapAtIdle.used.toFixed(0)} → ${r.heapAtPeak.used.toFixed(0)}), external ${r.heapAtIdle.external.toFixed(0)} → ${r.heapAtPeak.external.toFixed(0)} MB, anonymous ${r.partsAtIdle.anon.toFixed(0)} → ${r.heapAtPeak.anon.toFixed(0)} MB, file-backed and shared ${r.partsAtIdle.file.toFixed(0)} → ${r.heapAtPeak.file.toFixed(0)} MB`,
+          `anonymous by mapping, idle → after the upload (${r.partsAfterUpload.rss.toFixed(0)} MB) → at the largest RSS: main thread's malloc heap (brk) ${[r.partsAtIdle, r.partsAfterUpload, r.heapAtPeak].map((p) => p.brk.toFixed(0)).join(' → ')} MB; other threads' malloc arenas ${[r.partsAtIdle, r.partsAfterUpload, r.heapAtPeak].map((p) => `${p.arenas.toFixed(0)} (${p.arenaCount})`).join(' → ')} MB; the rest (V8's heap pages, large malloc chunks, stacks) ${[r.partsAtIdle, r.partsAfterUpload, r.heapAtPeak].map((p) => p.other.toFixed(0)).join(' → ')} MB; threads ${r.partsAtIdle.threads} → ${r.heapAtPeak.threads}`,
           '',
         ].join('\n'),
       );

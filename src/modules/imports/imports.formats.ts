@@ -380,7 +380,10 @@ function unmapped(name: string): { ok: true; label: string } | { ok: false; deta
 }
 
 /** Where a UserInput error points in the line the input was mapped from. */
-export function pointerInLine(user: MappedUser, path: string): string {
+export function pointerInLine(
+  user: Pick<MappedUser, 'sources' | 'elementSources'>,
+  path: string,
+): string {
   const [, member = '', ...rest] = path.split('/');
   if (member === '') return path;
   const elements = user.elementSources?.[member];

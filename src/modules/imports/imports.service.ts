@@ -50,10 +50,11 @@ export const MAX_IMPORT_BYTES = 8 * 1024 ** 3;
 /**
  * Lines a batch holds: its users are read, planned and written together, in one transaction.
  * Kept short for two reasons. On SQLite the write holds the event loop (1,000 users took ~25 ms
- * on a quiet machine), and requests wait behind it. And what a batch allocates lives until its
+ * on a quiet machine), and requests wait behind it. And what a batch holds lives until its
  * commit: past V8's young generation it is promoted, and the old generation grew by ~100 MB
  * before its next full GC (500 lines a batch: +143 MB RSS over 60,000 users; 250: +41 to +58
- * MB; bench/README.md). A commit costs 2–3 ms, so shorter batches cost throughput.
+ * MB; bench/README.md). A commit costs 2–3 ms, so shorter batches cost throughput. While the
+ * write waits on the store only the batch's users and its statements are held (see #record).
  */
 export const IMPORT_BATCH_LINES = 250;
 
@@ -81,10 +82,13 @@ const ZERO: ImportCounts = {
   invalid: 0,
 };
 
-/** A line read, mapped and checked, waiting for its batch. */
+/**
+ * A line read, mapped and checked, waiting for its batch: the user, and where its members came
+ * from in the line (for error pointers); not the parsed line itself, nor its mapped input.
+ */
 interface PendingUser {
   line: number;
-  mapped: MappedUser;
+  sources: Pick<MappedUser, 'sources' | 'elementSources'>;
   user: ImportedUser;
 }
 
@@ -337,9 +341,10 @@ class ImportBatchWriter {
     }
     this.#read++;
     this.#keys.add(key);
+    const { sources, elementSources } = mapped.user;
     this.#pending.push({
       line: item.line,
-      mapped: mapped.user,
+      sources: elementSources === undefined ? { sources } : { sources, elementSources },
       user: { fields: checked.value, id: mapped.user.id, sets: mapped.user.sets },
     });
   }
@@ -373,10 +378,9 @@ class ImportBatchWriter {
   async #write(): Promise<boolean> {
     if (this.#read === 0) return true;
     for (let attempt = 1; ; attempt++) {
-      const plan = await this.#plan(this.#pending);
       let recorded: boolean;
       try {
-        recorded = await this.#record(this.#pending, plan, this.#errors, this.#read, this.#invalid);
+        recorded = await this.#planAndRecord();
       } catch (error) {
         if (!(error instanceof DuplicateError)) throw error;
         // A user created meanwhile by another door, or a SCIM userName taken in another case:
@@ -440,6 +444,17 @@ class ImportBatchWriter {
     return true;
   }
 
+  /**
+   * Plans the batch and records it. The plan is only ever an argument (of #record, which is not
+   * async): no suspended function holds it while the write waits on the store.
+   */
+  #planAndRecord(): Promise<boolean> {
+    const pending = this.#pending;
+    return this.#plan(pending).then((plan) =>
+      this.#record(pending, plan, this.#errors, this.#read, this.#invalid),
+    );
+  }
+
   #plan(users: readonly PendingUser[]): Promise<ImportPlan> {
     if (users.length === 0) return Promise.resolve(emptyPlan());
     return this.deps.users.planImport(
@@ -453,8 +468,14 @@ class ImportBatchWriter {
   /**
    * Records `users`' plan with the error lines so far (and the counts: `read` lines of this
    * batch so far, `invalid` of them refused before planning). Updates the written counts.
+   *
+   * Not async, on purpose: the plan (records, events) is handed to the store, which makes its
+   * statements of it at once, and nothing holds the plan while the transaction runs. What a
+   * batch holds across that wait is what V8 moves to its old generation (a scavenge runs while
+   * the main thread waits on the store), and the old generation grows to four times what it
+   * keeps before collecting it (bench/README.md).
    */
-  async #record(
+  #record(
     users: readonly PendingUser[],
     plan: ImportPlan,
     parseErrors: readonly ImportErrorRecord[],
@@ -472,7 +493,7 @@ class ImportBatchWriter {
         errors.push(
           ...outcome.errors.map((error) => ({
             line: pending.line,
-            pointer: pointerInLine(pending.mapped, error.path),
+            pointer: pointerInLine(pending.sources, error.path),
             detail: error.detail,
           })),
         );
@@ -483,7 +504,7 @@ class ImportBatchWriter {
     const room = Math.max(0, MAX_STORED_ERRORS - this.#storedErrors);
     const kept = errors.length <= room ? errors : errors.slice(0, room);
     const dryRun = this.options.dryRun;
-    const recorded = await this.deps.store.imports.recordImportBatch(
+    const recording = this.deps.store.imports.recordImportBatch(
       this.job.id,
       {
         counts,
@@ -494,9 +515,14 @@ class ImportBatchWriter {
       },
       dryRun ? [] : plan.events,
     );
+    return this.#recorded(recording, counts, kept.length);
+  }
+
+  async #recorded(recording: Promise<boolean>, counts: ImportCounts, kept: number) {
+    const recorded = await recording;
     if (recorded) {
       this.#written = counts;
-      this.#storedErrors += kept.length;
+      this.#storedErrors += kept;
     }
     return recorded;
   }

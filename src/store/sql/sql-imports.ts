@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
 import type {
   ImportBatch,
   ImportCounts,
@@ -12,7 +12,7 @@ import type {
 } from '../store.js';
 import { ConditionFailedError } from '../errors.js';
 import type { SqlExecutor } from './sql-executor.js';
-import { toEventRow, toMillis, toOptionalMillis } from './rows.js';
+import { type EventRow, toEventRow, toMillis, toOptionalMillis } from './rows.js';
 import type { SqlUserRepository } from './sql-users.js';
 import type { ImportJobsTable } from './tables.js';
 
@@ -68,7 +68,9 @@ export class SqlImportRepository implements ImportJobRepository {
     return row && toImportJobRecord(row);
   }
 
-  async recordImportBatch(
+  // Not async: the statements and event rows are made at once, and the batch's records and
+  // events are not kept while the transaction waits (see ImportBatchWriter in the imports).
+  recordImportBatch(
     jobId: string,
     batch: ImportBatch,
     events: readonly NewEvent[],
@@ -91,12 +93,17 @@ export class SqlImportRepository implements ImportJobRepository {
       ),
       ...errorInserts(jobId, batch.errors, this.sql),
     ];
+    return this.#writeBatch(statements, events.map(toEventRow), batch.inserts.length);
+  }
+
+  async #writeBatch(
+    statements: CompiledQuery[],
+    events: EventRow[],
+    inserted: number,
+  ): Promise<boolean> {
     try {
-      await this.sql.write(statements, {
-        everyStatementChanges: true,
-        events: events.map(toEventRow),
-      });
-      await this.#keepStatistics(batch.inserts.length);
+      await this.sql.write(statements, { everyStatementChanges: true, events });
+      await this.#keepStatistics(inserted);
       return true;
     } catch (error) {
       if (error instanceof ConditionFailedError) return false;
