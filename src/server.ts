@@ -5,6 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import type * as PinoPretty from 'pino-pretty';
@@ -190,6 +192,8 @@ export async function startServer(
     await store.close();
     rateLimitRedis?.disconnect();
   });
+  await app.ready();
+  releaseStartUpGarbage();
   // The operations listener first: an instance that cannot open it serves nothing.
   if (operations !== null)
     await operations.listen({ ...config.metricsListener, ...dropListeningText });
@@ -298,6 +302,25 @@ async function prepareOnce(config: Config, services: Services, logger: pino.Logg
   }).catch((error: unknown) => {
     throw error instanceof BootstrapKeyRefusedError ? new ConfigError(error.message) : error;
   });
+}
+
+/**
+ * One full garbage collection, once the app is built and before it listens. Start-up (loading
+ * the modules, compiling every route's schemas) grows V8's young generation to its limit (2 × 8
+ * MB with --max-semi-space-size=8) and leaves garbage in the old one, and nothing collects them
+ * in a server that then waits for requests: 133-136 MB resident at idle before, 106-108 after
+ * (SQLite, Node.js 24.21). It takes 50-200 ms, before the first request can arrive. The young
+ * generation grows back under load as before. V8 gives the function only to a context created
+ * after --expose-gc is set; the process's own globals stay as they are.
+ */
+function releaseStartUpGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (options: {
+    type: 'major';
+    execution: 'sync';
+    flavor: 'last-resort';
+  }) => void;
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 /**
