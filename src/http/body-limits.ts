@@ -7,6 +7,7 @@
 // is the largest body a client sends with every member at its longest (the schema's limits),
 // with room for pretty-printed JSON.
 
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
 const KiB = 1024;
@@ -43,7 +44,12 @@ export function describeBodyLimit(bytes: number): string {
  * Closes the connection after an answer sent before the request's body was read, when that
  * body is larger than the route reads or of unknown length (chunked): Node would otherwise
  * read the rest to discard it, and a client sending 250 KiB bodies without a key would cost
- * the server the reading and the garbage of every one.
+ * the server the reading and the garbage of every one. From the refusal on, nothing more is
+ * read from the socket, and it is closed as soon as the answer is handed to the kernel rather
+ * than after Node has shut its side down: every read copies up to 64 KiB into a buffer that
+ * lives until V8 next collects, and 32 connections sending 250 KiB bodies had grown the
+ * resident set by 50-80 MB that way (by 15-30 MB with this; Node.js 24.21). A client still
+ * sending gets a reset after the answer, as it did when the connection closed a moment later.
  */
 export function closeUnreadLargeBodies(app: FastifyInstance): void {
   app.addHook('onSend', function closeUnreadBody(request, reply, payload, done) {
@@ -54,6 +60,12 @@ export function closeUnreadLargeBodies(app: FastifyInstance): void {
     const declared = request.headers['content-length'];
     if (declared === undefined || Number(declared) > request.routeOptions.bodyLimit) {
       reply.header('connection', 'close');
+      // inject()'s requests (tests) have a stand-in socket, without these.
+      const socket = request.raw.socket as Partial<Socket>;
+      if (socket.pause !== undefined && socket.destroy !== undefined) {
+        socket.pause();
+        reply.raw.once('finish', () => socket.destroy?.());
+      }
     }
     done(null, payload);
   });
