@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { applicationBody } from './helpers.js';
+import { applicationBody, userBody } from './helpers.js';
 import { createTestSchema, databaseUrlFor, dropSchema, skipWithoutPostgres } from './postgres.js';
 import { type ServerProcess, serverEntry, startServerProcess } from './server-process.js';
 
 const KEY = `tsr_cluster_${'c'.repeat(40)}`;
 const FAILURES_PER_MINUTE = 10;
-const REQUESTS_PER_MINUTE = 200;
+const REQUESTS_PER_MINUTE = 600;
 const skipPostgres = await skipWithoutPostgres();
 
 interface Answer {
@@ -182,6 +182,31 @@ for (const store of ['sqlite', 'postgres'] as const) {
         const lines = logLines(server);
         assert.equal(lines.filter((line) => line.msg === 'bootstrap API key ready').length, 1);
         assert.equal(lines.filter((line) => line.msg === 'created a token signing key').length, 1);
+      });
+
+      it('takes concurrent writes on both workers, refusing none', async () => {
+        const application = await send(server, 'POST', '/applications', {
+          key: KEY,
+          body: applicationBody({ client_id: 'busy-app' }),
+        });
+        assert.equal(application.status, 201);
+        const answers = await Promise.all(
+          Array.from({ length: 120 }, (_, n) =>
+            send(server, 'POST', '/applications/busy-app/users', {
+              key: KEY,
+              body: userBody({ identifier: `writer-${n}` }),
+            }),
+          ),
+        );
+        assert.deepEqual(
+          answers.map((answer) => answer.status),
+          answers.map(() => 201),
+        );
+        assert.equal((await workersOf(server, answers)).size, 2);
+        const listed = await send(server, 'GET', '/applications/busy-app/users?limit=200', {
+          key: KEY,
+        });
+        assert.equal(listed.body.items.length, 120);
       });
 
       it('refuses a revoked API key on every worker within 1 s', async () => {

@@ -5,8 +5,10 @@
 /** Primary → worker, once the worker asked (join): which worker it is. */
 export interface StartMessage {
   tessera: 'start';
-  /** 1…IAM_WORKERS; a worker that replaces a crashed one takes its number. */
+  /** 1…IAM_WORKERS; a worker that replaces a crashed one takes its number. 0: the preparer. */
   slot: number;
+  /** Prepare the database for the cluster, then exit (0, or 2 / 1 as a failed start does). */
+  prepare: boolean;
 }
 
 /**

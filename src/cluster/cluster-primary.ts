@@ -1,16 +1,17 @@
-// IAM_WORKERS=n (n > 1): the primary process. It serves no HTTP itself: it prepares the database
-// once (migrations, the first-start key or IAM_BOOTSTRAP_API_KEY, signing keys) before any worker
-// serves, forks n workers that share the port (node:cluster hands each new connection to one of
-// them in turn), replaces a worker that dies, and stops them all gracefully on SIGTERM/SIGINT.
-// For the workers it holds the SQLite limit counters, relays commits between them, and gathers
-// the whole cluster's metrics (docs/decisions.md, "Several processes on one port").
+// IAM_WORKERS=n (n > 1): the primary process. It serves no HTTP itself: it has the database
+// prepared once (migrations, the first-start key or IAM_BOOTSTRAP_API_KEY, signing keys) by a
+// first child that then exits, before any worker serves; forks n workers that share the port
+// (node:cluster hands each new connection to one of them in turn), replaces a worker that dies,
+// and stops them all gracefully on SIGTERM/SIGINT. For the workers it holds the SQLite limit
+// counters, relays commits between them, and gathers the whole cluster's metrics
+// (docs/decisions.md, "Several processes on one port"). It never loads the server's modules
+// (the app, the store): it stays small, and what could crash runs in the children.
 
 import cluster, { type Worker } from 'node:cluster';
 import { LRUCache } from 'lru-cache';
-import type pino from 'pino';
+import pino from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import type { Config } from '../config.js';
-import { createLogger, prepareService } from '../server.js';
 import type { LimitCount } from '../store/store.js';
 import {
   type CountRequest,
@@ -39,10 +40,13 @@ interface Slot {
 
 /** Runs the primary until every worker has stopped; then exits the process. */
 export async function runPrimary(config: Config): Promise<void> {
-  const logger = createLogger(config.logLevel, undefined, config.logFormat).child({
-    role: 'primary',
-  });
-  await prepareService(config, logger);
+  const logger = await primaryLogger(config);
+  const prepared = await prepareInChild(logger);
+  if (prepared !== 0) {
+    // The child said why, in one line; the exit code is its (2: change the configuration).
+    exitAfterFlushing(logger, prepared === 2 ? 2 : 1);
+    return;
+  }
   const counters = new LimitCounters();
   // prom-client's side of the primary: asks every worker for its figures and sums them.
   const aggregator = new AggregatorRegistry();
@@ -65,7 +69,7 @@ export async function runPrimary(config: Config): Promise<void> {
   const receive = (slot: Slot, message: WorkerMessage): void => {
     switch (message.tessera) {
       case 'join':
-        send(slot.worker, { tessera: 'start', slot: slot.number });
+        send(slot.worker, { tessera: 'start', slot: slot.number, prepare: false });
         return;
       case 'ready':
         slot.readyAt = Date.now();
@@ -161,6 +165,42 @@ export async function runPrimary(config: Config): Promise<void> {
   for (let number = 1; number <= config.workers; number += 1) {
     fork(number, FIRST_RESTART_DELAY_MS);
   }
+}
+
+/**
+ * The primary's log: JSON lines as the workers write them. A person's terminal
+ * (LOG_FORMAT=pretty) gets the server's own formatter, loaded for it.
+ */
+async function primaryLogger(config: Config): Promise<pino.Logger> {
+  if (config.logFormat === 'pretty') {
+    const { createLogger } = await import('../server.js');
+    return createLogger(config.logLevel, undefined, 'pretty').child({ role: 'primary' });
+  }
+  return pino({ level: config.logLevel }).child({ role: 'primary' });
+}
+
+/**
+ * Runs the once-per-cluster preparation in a child (worker 0), which exits when it is done;
+ * resolves with its exit code. SIGTERM or SIGINT meanwhile stops it.
+ */
+function prepareInChild(logger: pino.Logger): Promise<number> {
+  const child = cluster.fork();
+  const forward = (signal: NodeJS.Signals) => child.process.kill(signal);
+  process.on('SIGTERM', forward);
+  process.on('SIGINT', forward);
+  child.on('message', (message: unknown) => {
+    if (isClusterMessage(message) && message.tessera === 'join') {
+      send(child, { tessera: 'start', slot: 0, prepare: true });
+    }
+  });
+  return new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      process.off('SIGTERM', forward);
+      process.off('SIGINT', forward);
+      if (code !== 0) logger.error({ code, signal }, 'preparing the database failed');
+      resolve(code ?? 1);
+    });
+  });
 }
 
 function send(worker: Worker, message: PrimaryMessage): void {

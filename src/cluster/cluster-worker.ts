@@ -11,6 +11,7 @@ import {
   type CountRequest,
   type MetricsRequest,
   type PrimaryMessage,
+  type StartMessage,
   isClusterMessage,
 } from './cluster-messages.js';
 
@@ -22,6 +23,8 @@ const METRICS_TIMEOUT_MS = 6_000;
 export interface ClusterWorker {
   /** 1…IAM_WORKERS, for the log. */
   readonly slot: number;
+  /** This child prepares the database for the cluster and exits; it serves nothing. */
+  readonly prepares: boolean;
   /** Runs the work done once per cluster: scheduled backups, pruning old events (worker 1). */
   readonly designated: boolean;
   /** SQLite: the limit counters the primary holds for every worker. */
@@ -118,7 +121,7 @@ export function joinCluster(): Promise<ClusterWorker> {
     process.on('message', (message: unknown) => {
       if (!isClusterMessage(message)) return;
       if (message.tessera === 'start') {
-        resolve(workerSide(channel, (message as { slot: number }).slot));
+        resolve(workerSide(channel, message as StartMessage));
         return;
       }
       channel.receive(message as PrimaryMessage);
@@ -128,13 +131,14 @@ export function joinCluster(): Promise<ClusterWorker> {
   });
 }
 
-function workerSide(channel: PrimaryChannel, slot: number): ClusterWorker {
+function workerSide(channel: PrimaryChannel, { slot, prepare }: StartMessage): ClusterWorker {
   const registry = new ClusterRegistry(channel);
   // Answers the primary's requests for this worker's own figures (prom-client's protocol).
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);
   return {
     slot,
+    prepares: prepare,
     designated: slot === 1,
     registry,
     limitCounters: {
