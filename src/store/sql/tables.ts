@@ -240,6 +240,12 @@ export function encodeUserKey(provider: string, identifier: string): string {
   return provider + SEPARATOR + identifier;
 }
 
+/** encodeUserKey's provider and identifier (a provider label holds no separator). */
+export function decodeUserKey(key: string): { provider: string; identifier: string } {
+  const at = key.indexOf(SEPARATOR);
+  return { provider: key.slice(0, at), identifier: key.slice(at + 1) };
+}
+
 export function providerKeyRange(provider: string): { from: string; to: string } {
   return { from: provider + SEPARATOR, to: provider + AFTER_SEPARATOR };
 }
