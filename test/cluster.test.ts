@@ -289,6 +289,64 @@ for (const store of ['sqlite', 'postgres'] as const) {
         assert.equal((await workersOf(server, answers.slice(0, 10))).size, 2);
       });
 
+      it('wakes a long poll on one worker within 150 ms of a commit on the other', async () => {
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+        try {
+          const first = await send(server, 'GET', '/events?limit=1', { key: KEY, agent });
+          const poller = await servedBy(server, first.requestId);
+          const times: number[] = [];
+          for (let attempt = 0; times.length < 5; attempt += 1) {
+            assert.ok(attempt < 40, 'the creates never reached the other worker');
+            // after= the newest event: the poll waits for the next one.
+            let after = '';
+            for (;;) {
+              const page = await send(
+                server,
+                'GET',
+                `/events?limit=1000${after === '' ? '' : `&after=${after}`}`,
+                { key: KEY },
+              );
+              after = (page.body.next_after as string | null) ?? after;
+              if (page.body.items.length < 1000) break;
+            }
+            let wokeAt = 0;
+            const polling = send(server, 'GET', `/events?after=${after}&wait=10`, {
+              key: KEY,
+              agent,
+            }).then((answer) => {
+              wokeAt = performance.now();
+              return answer;
+            });
+            await sleep(200);
+            const created = await send(server, 'POST', '/applications', {
+              key: KEY,
+              body: applicationBody({ client_id: `woken-${attempt}` }),
+            });
+            const answeredAt = performance.now();
+            assert.equal(created.status, 201);
+            const polled = await polling;
+            assert.equal(polled.status, 200);
+            assert.equal(await servedBy(server, polled.requestId), poller);
+            assert.ok(polled.body.items.length > 0);
+            // Only a commit on the other worker says anything about the relay.
+            if ((await servedBy(server, created.requestId)) !== poller) {
+              times.push(Math.max(0, wokeAt - answeredAt));
+            } else {
+              // Connections go to the workers in turn: one more moves the next create along.
+              await send(server, 'GET', '/healthz');
+            }
+          }
+          times.sort((a, b) => a - b);
+          // Without news of the commit the poll would wake at the next safety poll, within 1 s.
+          assert.ok(
+            times[2]! < 150,
+            `woke after ${times.map((time) => time.toFixed(1)).join(', ')} ms`,
+          );
+        } finally {
+          agent.destroy();
+        }
+      });
+
       it("replaces a killed worker without dropping the other's connection or request", async () => {
         const agent = new Agent({ keepAlive: true, maxSockets: 1 });
         try {

@@ -97,8 +97,10 @@ export async function runPrimary(config: Config): Promise<void> {
   const exited = (slot: Slot, code: number | null, signal: string | null): void => {
     if (slots.get(slot.number) === slot) slots.delete(slot.number);
     if (stopping) {
-      // One still starting has no signal handler yet: SIGTERM ends it at once, serving nothing.
-      const stoppedBeforeServing = slot.readyAt === null && signal === 'SIGTERM';
+      // One still starting has no signal handler yet: the signal (SIGTERM, or Ctrl-C's SIGINT
+      // to the whole group) ends it at once, serving nothing.
+      const stoppedBeforeServing =
+        slot.readyAt === null && (signal === 'SIGTERM' || signal === 'SIGINT');
       if (code !== 0 && !stoppedBeforeServing) exitCode = 1;
       if (slots.size === 0) finish();
       return;
