@@ -800,6 +800,13 @@ async function benchServer(
         IAM_WORKERS: String(workers),
       },
     );
+    // /healthz answered once one worker served: the others may still be loading, which would
+    // count their start in the first scenario's CPU and leave it one worker short.
+    for (let waited = 0; workers > 1; waited += 50) {
+      if (tessera.output().includes('Tessera is serving with several workers')) break;
+      if (waited > 120_000) throw new Error(`the workers did not all start:\n${tessera.output()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     if (CPU_PROF_DIR !== undefined) {
       mkdirSync(CPU_PROF_DIR, { recursive: true });
       inspector = await connectInspector(tessera.output);
