@@ -14,6 +14,17 @@ export const POSTGRES_URL =
   process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** The value at percentile `p` of ascending `sorted` values (0 when there are none). */
+/** Node's flags in `npm start` (`exec node <flags> dist/main.js`): a bench's server runs as it does. */
+export const START_FLAGS = (
+  (
+    JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start.match(/node (.*)dist\/main\.js/)?.[1] ?? ''
+)
+  .split(' ')
+  .filter((flag) => flag !== '');
+
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
 }

@@ -15,7 +15,13 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { type Inspector, connectInspector, cpuTimeOf, profiledRun } from './bench-kit.js';
+import {
+  type Inspector,
+  START_FLAGS,
+  connectInspector,
+  cpuTimeOf,
+  profiledRun,
+} from './bench-kit.js';
 import { CURSOR_SECRET_SETTING, CursorCodec } from '../src/http/pagination.js';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import { cursorScope } from '../src/modules/users/users.routes.js';
@@ -59,17 +65,6 @@ const PREFIX = '/iam/api/v1';
 const CLIENT_ID = 'bench-app';
 const PROVIDER = 'google_oauth2';
 const OUT_DIR = join(repository, 'bench', 'results');
-/** Node's flags in `npm start` (`exec node <flags> dist/main.js`): the server runs as it does. */
-const START_FLAGS = (
-  (
-    JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
-      scripts: { start: string };
-    }
-  ).scripts.start.match(/node (.*)dist\/main\.js/)?.[1] ?? ''
-)
-  .split(' ')
-  .filter((flag) => flag !== '');
-
 type StoreKind = 'sqlite' | 'postgres';
 
 interface Target {
