@@ -48,6 +48,7 @@ class PrimaryChannel {
   #next = 1;
   readonly #pending = new Map<number, Pending>();
   readonly #commitListeners = new Set<() => void>();
+  #commitAnnounced = false;
 
   receive(message: PrimaryMessage): void {
     if (message.tessera === 'commit') {
@@ -91,6 +92,20 @@ class PrimaryChannel {
     } catch {
       // The primary is gone: this worker is about to exit with it.
     }
+  }
+
+  /**
+   * Tells the primary this worker committed events: once for all the commits of one turn of the
+   * event loop (every write's commit calls it, thousands a second under load; a watcher told
+   * once reads all of them).
+   */
+  announceCommit(): void {
+    if (this.#commitAnnounced) return;
+    this.#commitAnnounced = true;
+    setImmediate(() => {
+      this.#commitAnnounced = false;
+      this.tell('commit');
+    });
   }
 
   onCommit(listener: () => void): () => void {
@@ -151,7 +166,7 @@ function workerSide(channel: PrimaryChannel, { slot, prepare }: StartMessage): C
       pruneCounters: () => Promise.resolve(0),
     },
     commitRelay: {
-      announce: () => channel.tell('commit'),
+      announce: () => channel.announceCommit(),
       listen: (listener) => channel.onCommit(listener),
     },
     ready: () => channel.tell('ready'),
