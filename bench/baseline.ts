@@ -226,16 +226,27 @@ async function seed(build: Build, url: string): Promise<void> {
 }
 
 interface Shape {
-  method: 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT';
   path: string;
   headers: Record<string, string>;
-  body: string;
+  body?: string;
+}
+
+/** BENCH_SCENARIOS: a comma-separated subset of the scenarios' names; the writes by default. */
+const SCENARIOS = (process.env.BENCH_SCENARIOS ?? 'create-user,put-user').split(',');
+
+/** A random seeded user's path. */
+function randomUserPath(): string {
+  return `${PREFIX}/applications/${CLIENT_ID}/users/${PROVIDER}/1${String(
+    Math.floor(Math.random() * USERS),
+  ).padStart(14, '0')}`;
 }
 
 function scenarios(apiKey: string): { name: string; expect: number; next: () => Shape }[] {
   const headers = { authorization: `apikey ${apiKey}`, 'content-type': 'application/json' };
   let written = 0;
-  return [
+  const wrongKey = `tsr_${randomBytes(32).toString('base64url')}`;
+  const all: { name: string; expect: number; next: () => Shape }[] = [
     {
       name: 'create-user',
       expect: 201,
@@ -259,9 +270,7 @@ function scenarios(apiKey: string): { name: string; expect: number; next: () => 
       expect: 200,
       next: () => ({
         method: 'PUT',
-        path: `${PREFIX}/applications/${CLIENT_ID}/users/${PROVIDER}/1${String(
-          Math.floor(Math.random() * USERS),
-        ).padStart(14, '0')}`,
+        path: randomUserPath(),
         headers,
         body: JSON.stringify({
           name: `Renamed ${++written}`,
@@ -272,7 +281,28 @@ function scenarios(apiKey: string): { name: string; expect: number; next: () => 
         }),
       }),
     },
+    {
+      name: 'get-user',
+      expect: 200,
+      next: () => ({
+        method: 'GET',
+        path: randomUserPath(),
+        headers: { authorization: `apikey ${apiKey}` },
+      }),
+    },
+    {
+      name: 'wrong-key',
+      expect: 401,
+      next: () => ({
+        method: 'GET',
+        path: `${PREFIX}/applications/${CLIENT_ID}`,
+        headers: { authorization: `apikey ${wrongKey}` },
+      }),
+    },
   ];
+  const unknown = SCENARIOS.filter((name) => !all.some((scenario) => scenario.name === name));
+  if (unknown.length > 0) throw new Error(`unknown scenarios: ${unknown.join(', ')}`);
+  return all.filter((scenario) => SCENARIOS.includes(scenario.name));
 }
 
 /** drive(), recorded by V8's profiler through `inspector` when there is one. */
