@@ -7,7 +7,13 @@ import { strict as assert } from 'node:assert';
 import { CLI_ORIGIN } from '../src/modules/changes.js';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  jwtVerify,
+} from 'jose';
 import { ACTIVATION_DELAY_MS, SigningKeys } from '../src/modules/tokens/signing-keys.service.js';
 import {
   TestClock,
@@ -62,6 +68,38 @@ describe('POST /applications/:client_id/users/:provider/:identifier/tokens', () 
       404,
     );
     assert.equal(noApplication.detail, 'No application with client_id "missing".');
+  });
+
+  it('issues the very next token after a change of the application or the user by the change', async () => {
+    await createApplication(ctx, { client_id: 'app-b', jwt_expiration_in_minutes: 30 });
+    await createUser(ctx, 'app-b');
+    const user = userPath('app-b', 'google_oauth2', '108234823498234');
+    const claimsOf = (response: { json<T>(): T }) => decodeJwt(tokenOf(response));
+    assert.equal((await issue(ctx, user)).json<{ expires_in: number }>().expires_in, 1800);
+
+    const patched = await call(ctx, 'PATCH', '/applications/app-b', {
+      body: { jwt_expiration_in_minutes: 5 },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const shorter = await issue(ctx, user);
+    assert.equal(shorter.json<{ expires_in: number }>().expires_in, 300);
+    const claims = claimsOf(shorter);
+    assert.equal(claims.exp! - claims.iat!, 300);
+
+    const roles = await call(ctx, 'PATCH', user, { body: { roles: ['auditor'] } });
+    assert.equal(roles.statusCode, 200, roles.body);
+    assert.deepEqual(claimsOf(await issue(ctx, user)).roles, ['auditor']);
+
+    const off = await call(ctx, 'PATCH', user, { body: { active: false } });
+    assert.equal(off.statusCode, 200, off.body);
+    problemOf(await issue(ctx, user), 409);
+    await call(ctx, 'PATCH', user, { body: { active: true } });
+    assert.equal((await issue(ctx, user)).statusCode, 201);
+
+    const deleted = await call(ctx, 'DELETE', '/applications/app-b');
+    assert.equal(deleted.statusCode, 204, deleted.body);
+    const gone = problemOf(await issue(ctx, user), 404);
+    assert.equal(gone.detail, 'No application with client_id "app-b".');
   });
 
   it('needs tokens:write, and a key restricted to the application', async () => {

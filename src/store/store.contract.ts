@@ -14,6 +14,7 @@ import { describeLimitCountersContract } from './contract/limit-counters.js';
 import { describeSettingsContract } from './contract/settings.js';
 import { describeSigningKeysContract } from './contract/signing-keys.js';
 import { describeStoredSecretsContract } from './contract/stored-secrets.js';
+import { describeTokenReadsContract } from './contract/token-reads.js';
 import { describeUserDecisionsContract } from './contract/user-decisions.js';
 import { describeUserQueriesContract } from './contract/user-queries.js';
 import { describeUsersContract } from './contract/users.js';
@@ -38,6 +39,7 @@ export function describeStoreContract(name: string, openStore: () => Promise<Sto
     describeUsersContract(ctx);
     describeUserQueriesContract(ctx);
     describeUserDecisionsContract(ctx);
+    describeTokenReadsContract(ctx);
     describeImportsContract(ctx);
     describeApiKeysContract(ctx);
     describeSettingsContract(ctx);

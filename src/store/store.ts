@@ -178,6 +178,20 @@ export interface UserRefs {
   identities: readonly { provider: string; identifier: string }[];
 }
 
+/** What an access token reads of a user (findApplicationWithTokenUser). */
+export type TokenUserRecord = Pick<
+  UserRecord,
+  | 'clientId'
+  | 'provider'
+  | 'identifier'
+  | 'name'
+  | 'email'
+  | 'locale'
+  | 'roles'
+  | 'scopes'
+  | 'active'
+>;
+
 /** What an authorization decision reads of a user (findApplicationWithDecidingUsers). */
 export type DecidingUserRecord = Pick<
   UserRecord,
@@ -307,6 +321,15 @@ export interface UserRepository {
    * once; unknown refs are left out; undefined when there is no such application.
    */
   findUsersForImport(clientId: string, refs: UserRefs): Promise<UserRecord[] | undefined>;
+  /**
+   * The application and the user of one identity, with only what an access token reads of the
+   * user, in one statement; undefined when there is no such application. The application's
+   * record is the one made the last time its row had the same version (etag), shared between
+   * calls (it is frozen); the statement reads its version, so a change is seen by the next call.
+   */
+  findApplicationWithTokenUser(
+    identity: UserIdentity,
+  ): Promise<{ application: ApplicationRecord; user: TokenUserRecord | undefined } | undefined>;
   /**
    * findApplicationWithUsers with only what an authorization decision reads of each user; the
    * application's record may be shared between calls (it is frozen).

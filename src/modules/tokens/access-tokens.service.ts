@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import { domainError } from '../../domain-error.js';
-import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
+import type { ApplicationRecord, TokenUserRecord, UserIdentity } from '../../store/store.js';
 import type { UsersService } from '../users/users.service.js';
 import type { SigningKeys } from './signing-keys.service.js';
 
@@ -45,7 +45,10 @@ export class AccessTokens {
     return this.issue(application, user);
   }
 
-  async issue(application: ApplicationRecord, user: UserRecord): Promise<IssuedToken> {
+  async issue(
+    application: Pick<ApplicationRecord, 'clientId' | 'jwtExpirationInMinutes'>,
+    user: TokenUserRecord,
+  ): Promise<IssuedToken> {
     const signer = await this.deps.signingKeys.currentSigner();
     const issuedAt = Math.floor(this.deps.clock.now() / 1000);
     const expiresIn = 60 * application.jwtExpirationInMinutes;

@@ -4,7 +4,12 @@
 
 import { Compile } from 'typebox/compile';
 import { DomainError } from '../../domain-error.js';
-import type { ApplicationRecord, UserIdentity, UserRecord } from '../../store/store.js';
+import type {
+  ApplicationRecord,
+  TokenUserRecord,
+  UserIdentity,
+  UserRecord,
+} from '../../store/store.js';
 import { ClientId } from '../applications/applications.schemas.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import { isValidUserField, nameFromText } from '../users/users.domain.js';
@@ -54,7 +59,7 @@ export interface ExchangeResult {
 /** A user read (or found missing) ahead of the token's verification. */
 interface UserRead {
   identity: UserIdentity;
-  user: UserRecord | undefined;
+  user: TokenUserRecord | undefined;
 }
 
 /** What exchanging a token would do, for the dry run. */
@@ -62,8 +67,8 @@ export interface Evaluation {
   inspection: TokenInspection;
   /** The user the token names, once the token checks out. */
   identity: UserIdentity | null;
-  /** The user the token maps to, when it exists. */
-  existing: UserRecord | null;
+  /** The user the token maps to, when it exists (what a token reads of it, in an exchange). */
+  existing: TokenUserRecord | null;
   /** The profile an external-mode application would register the user with, when it does not exist. */
   registration: FirstLoginProfile | null;
   /** The first check that failed, token or user. */

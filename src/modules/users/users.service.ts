@@ -26,6 +26,7 @@ import type {
   UserPosition,
   UserQuery,
   UserQueryPage,
+  TokenUserRecord,
   UserRecord,
 } from '../../store/store.js';
 import { applicationNotFound } from '../applications/applications.service.js';
@@ -146,35 +147,29 @@ export class UsersService {
   }
 
   /**
-   * The application and one of its users, read together (one round trip where findUser after
-   * the application's read takes two); `not_found` for either, the application's first.
+   * The application and what an access token reads of one of its users, read together (one
+   * round trip where findUser after the application's read takes two); `not_found` for either,
+   * the application's first. The application's record is shared between calls (frozen).
    */
   async findUserWithApplication(
     identity: UserIdentity,
-  ): Promise<{ application: ApplicationRecord; user: UserRecord }> {
-    const found = await this.deps.store.users.findApplicationWithUsers(identity.clientId, {
-      ids: [],
-      identities: [identity],
-    });
+  ): Promise<{ application: ApplicationRecord; user: TokenUserRecord }> {
+    const found = await this.deps.store.users.findApplicationWithTokenUser(identity);
     if (found === undefined) throw applicationNotFound(identity.clientId);
-    const [user] = found.users;
-    if (user === undefined) throw userNotFound(identity);
-    return { application: found.application, user };
+    if (found.user === undefined) throw userNotFound(identity);
+    return { application: found.application, user: found.user };
   }
 
   /**
-   * The application and one of its users or undefined, read together; `not_found` without the
+   * As findUserWithApplication, the user undefined when there is none; `not_found` without the
    * application.
    */
   async lookUpUserWithApplication(
     identity: UserIdentity,
-  ): Promise<{ application: ApplicationRecord; user: UserRecord | undefined }> {
-    const found = await this.deps.store.users.findApplicationWithUsers(identity.clientId, {
-      ids: [],
-      identities: [identity],
-    });
+  ): Promise<{ application: ApplicationRecord; user: TokenUserRecord | undefined }> {
+    const found = await this.deps.store.users.findApplicationWithTokenUser(identity);
     if (found === undefined) throw applicationNotFound(identity.clientId);
-    return { application: found.application, user: found.users[0] };
+    return found;
   }
 
   /** The user, or undefined. */

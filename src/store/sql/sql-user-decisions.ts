@@ -46,7 +46,7 @@ const APPLICATION_COLUMNS = [
 ] as const satisfies readonly (keyof ApplicationsTable)[];
 
 /** The value, and every object and array in it, frozen (a record shared between callers). */
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const member of Object.values(value)) deepFreeze(member);

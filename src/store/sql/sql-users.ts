@@ -3,6 +3,7 @@ import type {
   DecidingUserRecord,
   NewEvent,
   PageQuery,
+  TokenUserRecord,
   UserGrant,
   UserRefs,
   UserFilter,
@@ -18,7 +19,15 @@ import { CompiledQuery, type Insertable, type RawBuilder, type Updateable, sql }
 import type { UserPredicate } from '../user-predicate.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { type Parameter, precompile } from './precompiled.js';
-import { type UserRow, normalizeEmail, toEventRow, toUserRecord, toUserRow } from './rows.js';
+import {
+  type UserRow,
+  normalizeEmail,
+  parseStringArray,
+  toApplicationRecord,
+  toEventRow,
+  toUserRecord,
+  toUserRow,
+} from './rows.js';
 import {
   type Bind,
   compileUserPredicate,
@@ -28,7 +37,7 @@ import {
   storedType,
 } from './sql-user-query.js';
 import { type UsersTable, decodeUserKey, encodeUserKey, providerKeyRange } from './tables.js';
-import { SqlUserDecisionReads } from './sql-user-decisions.js';
+import { SqlUserDecisionReads, deepFreeze } from './sql-user-decisions.js';
 
 // Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
 // parameters and PostgreSQL's of 65,535.
@@ -39,6 +48,9 @@ const BULK_INSERT_SHAPES_KEPT = 16;
 const IDS_PER_SELECT = 500;
 // Distinct query shapes kept compiled; past this many the cache starts over.
 const QUERY_SHAPES_KEPT = 500;
+// Application records kept for the token read (findApplicationWithTokenUser), by client_id;
+// past this many the memory starts over.
+const TOKEN_APPLICATIONS_KEPT = 1000;
 
 /** Every column of a users row, in the order precompiled writes bind them. */
 const ROW_COLUMNS = [
@@ -171,9 +183,40 @@ export class SqlUserRepository implements UserRepository {
   >();
 
   readonly #decisions: SqlUserDecisionReads;
+  readonly #findTokenUser;
+  readonly #findApplication;
+  /** The last record made of each application's row, by client_id (the token read's). */
+  readonly #tokenApplications = new Map<string, ApplicationRecord>();
 
   constructor(private readonly sql: SqlExecutor) {
     this.#decisions = new SqlUserDecisionReads(sql);
+    // The application's version and what a token reads of the user: one row of 9 values where
+    // the application's row and the whole user's took two rows of 27 columns, whose
+    // description the driver parses on every statement.
+    this.#findTokenUser = precompile((arg) =>
+      sql.db
+        .selectFrom('applications')
+        .leftJoin('users', (join) =>
+          join
+            .onRef('users.application', '=', 'applications.client_id')
+            .on('users.user_key', '=', arg<string>(1)),
+        )
+        .select([
+          'applications.etag as application_etag',
+          'users.provider',
+          'users.identifier',
+          'users.name',
+          'users.email',
+          'users.locale',
+          'users.roles',
+          'users.scopes',
+          'users.active',
+        ])
+        .where('applications.client_id', '=', arg<string>(0)),
+    );
+    this.#findApplication = precompile((arg) =>
+      sql.db.selectFrom('applications').selectAll().where('client_id', '=', arg<string>(0)),
+    );
     this.#findUser = precompile((arg) =>
       sql.db
         .selectFrom('users')
@@ -309,6 +352,41 @@ export class SqlUserRepository implements UserRepository {
       this.#findUser(identity.clientId, encodeUserKey(identity.provider, identity.identifier)),
     );
     return rows[0] && toUserRecord(rows[0]);
+  }
+
+  async findApplicationWithTokenUser(
+    identity: UserIdentity,
+  ): Promise<{ application: ApplicationRecord; user: TokenUserRecord | undefined } | undefined> {
+    const { clientId } = identity;
+    const [row] = await this.sql.select(
+      this.#findTokenUser(clientId, encodeUserKey(identity.provider, identity.identifier)),
+    );
+    if (row === undefined) return undefined;
+    let application = this.#tokenApplications.get(clientId);
+    if (application === undefined || application.etag !== row.application_etag) {
+      // A version not seen before (first read, or the application changed): its whole row.
+      const [whole] = await this.sql.select(this.#findApplication(clientId));
+      if (whole === undefined) return undefined;
+      application = deepFreeze(toApplicationRecord(whole));
+      if (this.#tokenApplications.size >= TOKEN_APPLICATIONS_KEPT) this.#tokenApplications.clear();
+      this.#tokenApplications.set(clientId, application);
+    }
+    // The user's columns are null when the join found no user (provider is never null).
+    if (row.provider === null) return { application, user: undefined };
+    return {
+      application,
+      user: {
+        clientId,
+        provider: row.provider,
+        identifier: row.identifier!,
+        name: row.name!,
+        email: row.email!,
+        locale: row.locale!,
+        roles: parseStringArray(row.roles!),
+        scopes: parseStringArray(row.scopes!),
+        active: row.active === 1,
+      },
+    };
   }
 
   async findUserById(clientId: string, id: string): Promise<UserRecord | undefined> {
