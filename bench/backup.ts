@@ -42,7 +42,7 @@ const KEY = `tsr_bench_${randomBytes(24).toString('base64url')}`;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function seed(path: string): Promise<void> {
-  const store = openStore({ kind: 'sqlite', path });
+  const store = await openStore({ kind: 'sqlite', path });
   await store.migrate();
   await seedUsers(store, CLIENT_ID, USERS);
   await store.close();

@@ -180,8 +180,10 @@ async function createDatabase(kind: string, label: string): Promise<Database> {
 async function seed(build: Build, url: string): Promise<void> {
   const module = (await import(
     pathToFileURL(join(dirname(build.main), 'store/open-store.js')).href
-  )) as { openStore: (database: Record<string, unknown>) => Store };
-  const store = module.openStore(
+  )) as {
+    openStore: (database: Record<string, unknown>) => Store | Promise<Store>;
+  };
+  const store = await module.openStore(
     url.startsWith('sqlite:')
       ? { kind: 'sqlite', path: url.slice('sqlite:'.length) }
       : {

@@ -57,7 +57,7 @@ async function seed(kind: string): Promise<{ databaseUrl: string; cleanUp: () =>
       await admin.end();
     };
   }
-  const store = openStore(
+  const store = await openStore(
     kind === 'sqlite'
       ? { kind: 'sqlite', path: databaseUrl.slice('sqlite:'.length) }
       : { kind: 'postgres', url: databaseUrl, ...POSTGRES_DEFAULTS, statementTimeoutMs: 60_000 },

@@ -677,7 +677,7 @@ async function prepareStore(
   }
   try {
     const started = Date.now();
-    const store = openStore(
+    const store = await openStore(
       databaseUrl.startsWith('sqlite:')
         ? { kind: 'sqlite', path: databaseUrl.slice('sqlite:'.length) }
         : { kind: 'postgres', url: databaseUrl, ...POSTGRES_DEFAULTS, statementTimeoutMs: 60_000 },

@@ -7,7 +7,7 @@ import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { ROLES, type Role, isRole } from './roles.js';
 import type { DatabaseConfig } from './store/open-store.js';
-import { POSTGRES_DEFAULTS } from './store/postgres/postgres-store.js';
+import { POSTGRES_DEFAULTS } from './store/postgres/postgres-defaults.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

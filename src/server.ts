@@ -115,7 +115,7 @@ export async function startServer(
   // Every line of a worker says which one wrote it.
   const logger =
     worker === undefined ? processLogger : processLogger.child({ worker: worker.slot });
-  const store = openStore(config.database, {
+  const store = await openStore(config.database, {
     recordEvents: options.recordEvents !== false,
     onIdleError: (error) =>
       logger.warn({ reason: error.message }, 'an idle database connection failed; it is replaced'),
@@ -220,7 +220,7 @@ export async function startServer(
  */
 export async function prepareService(config: Config, logger: pino.Logger): Promise<void> {
   registerTypeBoxFormats();
-  const store = openStore(config.database);
+  const store = await openStore(config.database);
   try {
     const version = packageVersion();
     await migrateStore(config, store, version, logger);

@@ -93,7 +93,7 @@ async function withStore<T>(
       );
     }
   }
-  const store = openStore(database, { mustExist: options.create !== true });
+  const store = await openStore(database, { mustExist: options.create !== true });
   try {
     if (options.migrate !== false) await store.migrate();
     return await work(store);

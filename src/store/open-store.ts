@@ -1,5 +1,3 @@
-import { openPostgresStore } from './postgres/postgres-store.js';
-import { openSqliteStore } from './sqlite/sqlite-store.js';
 import type { CommitRelay } from './sql/commit-listeners.js';
 import type { Store } from './store.js';
 
@@ -28,9 +26,17 @@ export interface OpenStoreOptions {
   commitRelay?: CommitRelay;
 }
 
-/** The Store for a configured database, opened but not yet migrated. */
-export function openStore(database: DatabaseConfig, options: OpenStoreOptions = {}): Store {
+/**
+ * The Store for a configured database, opened but not yet migrated. Only the configured
+ * database's store (and its driver, `pg` or better-sqlite3) is loaded: a process on SQLite
+ * never loads `pg`.
+ */
+export async function openStore(
+  database: DatabaseConfig,
+  options: OpenStoreOptions = {},
+): Promise<Store> {
   if (database.kind === 'sqlite') {
+    const { openSqliteStore } = await import('./sqlite/sqlite-store.js');
     return openSqliteStore({
       path: database.path,
       mustExist: options.mustExist === true,
@@ -40,5 +46,6 @@ export function openStore(database: DatabaseConfig, options: OpenStoreOptions = 
   }
   const { kind: _kind, ...postgres } = database;
   const { mustExist: _mustExist, commitRelay: _commitRelay, ...postgresOptions } = options;
+  const { openPostgresStore } = await import('./postgres/postgres-store.js');
   return openPostgresStore({ ...postgres, ...postgresOptions });
 }

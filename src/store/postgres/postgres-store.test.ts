@@ -587,7 +587,7 @@ describe('PostgreSQL store', { skip }, () => {
       // A name of its own, to count this store's connections in pg_stat_activity.
       url.searchParams.set('application_name', name);
       const config = loadConfig({ DATABASE_URL: url.toString(), IAM_DB_POOL_SIZE: '3' });
-      const store = openStore(config.database);
+      const store = await openStore(config.database);
       const client = new pg.Client(POSTGRES_URL);
       await client.connect();
       try {

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { SqlStore } from '../sql/sql-store.js';
 import type { Store } from '../store.js';
 import { PostgresExecutor } from './postgres-executor.js';
+import { POSTGRES_DEFAULTS } from './postgres-defaults.js';
 
 export interface PostgresStoreOptions {
   /**
@@ -30,12 +31,7 @@ export interface PostgresStoreOptions {
   migrations?: Record<string, Migration>;
 }
 
-export const POSTGRES_DEFAULTS = {
-  poolSize: 10,
-  connectTimeoutMs: 2000,
-  poolWaitMs: 10_000,
-  statementTimeoutMs: 2000,
-} as const;
+export { POSTGRES_DEFAULTS };
 
 /**
  * The Store over a PostgreSQL database, unmigrated. No connection is opened until the first
