@@ -10,6 +10,9 @@
 // and dropped after.
 // Without a reachable PostgreSQL the second pass is skipped with the reason printed, and the
 // PostgreSQL store tests skip themselves; in CI (CI=true) that is a failure instead.
+// TESSERA_TEST_POSTGRES_PASS=skip leaves out the second pass only, saying so: CI does it on its
+// second Node.js line, where the first pass still runs the PostgreSQL store tests (the driver and
+// the SQL on that Node.js) and the HTTP suite on PostgreSQL already ran on the first line.
 
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -152,7 +155,14 @@ try {
     ...shared,
     TESSERA_TEST_STORE: 'sqlite',
   });
-  if (database.url !== undefined && onBothStores.length > 0) {
+  const skipSecond = process.env.TESSERA_TEST_POSTGRES_PASS === 'skip';
+  if (database.url !== undefined && onBothStores.length > 0 && skipSecond) {
+    process.stdout.write(
+      `\n# skipping the PostgreSQL pass (${onBothStores.length} file(s)): ` +
+        `TESSERA_TEST_POSTGRES_PASS=skip; the PostgreSQL store tests ran in the first pass, ` +
+        `the HTTP suite on SQLite only\n`,
+    );
+  } else if (database.url !== undefined && onBothStores.length > 0) {
     const second = run('PostgreSQL pass', onBothStores, {
       ...shared,
       TESSERA_TEST_STORE: 'postgres',
