@@ -12,11 +12,12 @@ export interface StartMessage {
 }
 
 /**
- * Worker → primary: join (it listens for the start message), ready (it serves); primary →
- * workers: commit (another worker committed events).
+ * Worker → primary: join (it listens for the start message), ready (it serves), write-turn (it
+ * asks for SQLite's write turn), write-done (it hands the turn back); primary → workers: commit
+ * (another worker committed events), write-turn (the turn is this worker's).
  */
 export interface SignalMessage {
-  tessera: 'join' | 'ready' | 'commit';
+  tessera: 'join' | 'ready' | 'commit' | 'write-turn' | 'write-done';
 }
 
 /** Worker → primary: add to a limit counter the primary holds (SQLite). */
@@ -43,7 +44,17 @@ export type Reply =
 export type WorkerMessage = SignalMessage | CountRequest | MetricsRequest;
 export type PrimaryMessage = StartMessage | SignalMessage | Reply;
 
-const KINDS = new Set(['start', 'join', 'ready', 'commit', 'count', 'metrics', 'reply']);
+const KINDS = new Set([
+  'start',
+  'join',
+  'ready',
+  'commit',
+  'write-turn',
+  'write-done',
+  'count',
+  'metrics',
+  'reply',
+]);
 
 /** True for a message of Tessera's (not prom-client's, nor anything else on the channel). */
 export function isClusterMessage(message: unknown): message is WorkerMessage | PrimaryMessage {

@@ -3,9 +3,10 @@
 // first child that then exits, before any worker serves; forks n workers that share the port
 // (node:cluster hands each new connection to one of them in turn), replaces a worker that dies,
 // and stops them all gracefully on SIGTERM/SIGINT. For the workers it holds the SQLite limit
-// counters, relays commits between them, and gathers the whole cluster's metrics
-// (docs/decisions.md, "Several processes on one port"). It never loads the server's modules
-// (the app, the store): it stays small, and what could crash runs in the children.
+// counters, hands out SQLite's write turn, relays commits between them, and gathers the whole
+// cluster's metrics (docs/decisions.md, "Several processes on one port"). It never loads the
+// server's modules (the app, the store): it stays small, and what could crash runs in the
+// children.
 
 import cluster, { type Worker } from 'node:cluster';
 import { LRUCache } from 'lru-cache';
@@ -48,6 +49,9 @@ export async function runPrimary(config: Config): Promise<void> {
     return;
   }
   const counters = new LimitCounters();
+  const writeTurn = new WriteTurnKeeper<Slot>((slot) =>
+    send(slot.worker, { tessera: 'write-turn' }),
+  );
   // prom-client's side of the primary: asks every worker for its figures and sums them.
   const aggregator = new AggregatorRegistry();
   const slots = new Map<number, Slot>();
@@ -85,6 +89,12 @@ export async function runPrimary(config: Config): Promise<void> {
           }
         }
         return;
+      case 'write-turn':
+        writeTurn.request(slot);
+        return;
+      case 'write-done':
+        writeTurn.release(slot);
+        return;
       case 'count':
         reply(slot.worker, message.id, () => Promise.resolve(counters.add(message)));
         return;
@@ -96,6 +106,8 @@ export async function runPrimary(config: Config): Promise<void> {
 
   const exited = (slot: Slot, code: number | null, signal: string | null): void => {
     if (slots.get(slot.number) === slot) slots.delete(slot.number);
+    // A worker that died holding the write turn (or waiting for it) must not stall the others.
+    writeTurn.forget(slot);
     if (stopping) {
       // One still starting has no signal handler yet: the signal (SIGTERM, or Ctrl-C's SIGINT
       // to the whole group) ends it at once, serving nothing.
@@ -225,6 +237,39 @@ function reply(worker: Worker, id: number, answer: () => Promise<unknown>): void
 function exitAfterFlushing(logger: pino.Logger, code: number): void {
   setTimeout(() => process.exit(code), 1_000);
   logger.flush(() => process.exit(code));
+}
+
+/**
+ * SQLite's write turn (WriteTurn): one worker at a time holds it, the others wait in the order
+ * they asked. A worker holds it for one transaction, and hands it back right after its COMMIT;
+ * one that exits gives it up.
+ */
+export class WriteTurnKeeper<Holder> {
+  #holder: Holder | undefined;
+  readonly #waiting: Holder[] = [];
+
+  constructor(private readonly grant: (holder: Holder) => void) {}
+
+  request(asker: Holder): void {
+    if (this.#holder === undefined) {
+      this.#holder = asker;
+      this.grant(asker);
+    } else if (this.#holder !== asker && !this.#waiting.includes(asker)) {
+      this.#waiting.push(asker);
+    }
+  }
+
+  release(holder: Holder): void {
+    if (this.#holder !== holder) return;
+    this.#holder = this.#waiting.shift();
+    if (this.#holder !== undefined) this.grant(this.#holder);
+  }
+
+  forget(gone: Holder): void {
+    const index = this.#waiting.indexOf(gone);
+    if (index >= 0) this.#waiting.splice(index, 1);
+    this.release(gone);
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 // One worker of several (IAM_WORKERS): what it gets from the primary, over the cluster's IPC
 // channel. The primary prepared the database before forking (migrations, first-start key,
-// signing keys), holds the SQLite limit counters, relays commits between the workers, and
-// gathers the whole cluster's metrics for whichever worker is scraped.
+// signing keys), holds the SQLite limit counters, hands out SQLite's write turn, relays commits
+// between the workers, and gathers the whole cluster's metrics for whichever worker is scraped.
 
 import cluster from 'node:cluster';
 import { AggregatorRegistry, Registry } from 'prom-client';
@@ -29,7 +29,7 @@ export interface ClusterWorker {
   readonly designated: boolean;
   /** SQLite: the limit counters the primary holds for every worker. */
   readonly limitCounters: LimitCounterRepository;
-  /** SQLite: commits heard from and told to the other workers. */
+  /** SQLite: commits heard from and told to the other workers, and the write turn. */
   readonly commitRelay: CommitRelay;
   /** Where this worker's metrics go; /metrics from it answers the whole cluster's. */
   readonly registry: Registry;
@@ -49,10 +49,19 @@ class PrimaryChannel {
   readonly #pending = new Map<number, Pending>();
   readonly #commitListeners = new Set<() => void>();
   #commitAnnounced = false;
+  /** Called when the primary grants the write turn asked for (one request out at a time). */
+  #turnGranted: (() => void) | undefined;
 
   receive(message: PrimaryMessage): void {
     if (message.tessera === 'commit') {
       for (const listener of [...this.#commitListeners]) listener();
+      return;
+    }
+    if (message.tessera === 'write-turn') {
+      const granted = this.#turnGranted;
+      this.#turnGranted = undefined;
+      if (granted === undefined) this.tell('write-done');
+      else granted();
       return;
     }
     if (message.tessera !== 'reply') return;
@@ -86,7 +95,13 @@ class PrimaryChannel {
     });
   }
 
-  tell(kind: 'join' | 'ready' | 'commit'): void {
+  /** SQLite's write turn, kept by the primary for all the workers (WriteTurn). */
+  requestWriteTurn(granted: () => void): void {
+    this.#turnGranted = granted;
+    this.tell('write-turn');
+  }
+
+  tell(kind: 'join' | 'ready' | 'commit' | 'write-turn' | 'write-done'): void {
     try {
       process.send?.({ tessera: kind });
     } catch {
@@ -168,6 +183,10 @@ function workerSide(channel: PrimaryChannel, { slot, prepare }: StartMessage): C
     commitRelay: {
       announce: () => channel.announceCommit(),
       listen: (listener) => channel.onCommit(listener),
+      writeTurn: {
+        request: (granted) => channel.requestWriteTurn(granted),
+        release: () => channel.tell('write-done'),
+      },
     },
     ready: () => channel.tell('ready'),
   };

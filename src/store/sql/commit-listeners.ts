@@ -38,4 +38,20 @@ export interface CommitRelay {
   announce(): void;
   /** Calls `listener` whenever another process committed events; returns a function that stops. */
   listen(listener: () => void): () => void;
+  /** SQLite: the write turn the processes hand each other (IAM_WORKERS' primary keeps it). */
+  writeTurn?: WriteTurn;
+}
+
+/**
+ * A turn to write, handed between the processes that serve one file (the workers of
+ * IAM_WORKERS) so that they take SQLite's write lock one after the other instead of finding
+ * it held: a process asks for the turn, goes on serving while it waits, and hands it on as
+ * soon as its COMMIT returned. Processes outside the turn (a CLI command, a backup) still meet
+ * the timer-based wait.
+ */
+export interface WriteTurn {
+  /** Asks for the turn: `granted` is called once, when this process holds it. */
+  request(granted: () => void): void;
+  /** Hands the turn on; called once after each grant. */
+  release(): void;
 }

@@ -76,7 +76,12 @@ export class SqliteExecutor implements SqlExecutor {
     this.#stopRelaying = this.#relay?.listen(() => this.#committed.notify());
     this.#database = database;
     this.db = new Kysely<Tables>({ dialect: new SqliteDialect({ database }) });
-    this.#batcher = new SqliteWriteBatcher(database, options);
+    this.#batcher = new SqliteWriteBatcher(database, {
+      ...(options.lockWaitMs === undefined ? {} : { lockWaitMs: options.lockWaitMs }),
+      ...(options.commitRelay?.writeTurn === undefined
+        ? {}
+        : { writeTurn: options.commitRelay.writeTurn }),
+    });
     this.#ping = database.prepare('select 1');
   }
 

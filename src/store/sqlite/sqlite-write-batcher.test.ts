@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { DuplicateError, MissingParentError, StoreUnavailableError } from '../errors.js';
+import type { WriteTurn } from '../sql/commit-listeners.js';
 import { SqliteWriteBatcher } from './sqlite-write-batcher.js';
 
 // `children.parent` is checked only at COMMIT: a child and its parent written by two jobs
@@ -289,5 +290,121 @@ describe('SqliteWriteBatcher limits', () => {
       batcher.run(() => [0]),
       (error) => error instanceof StoreUnavailableError,
     );
+  });
+});
+
+/**
+ * What the primary of IAM_WORKERS does for its workers, in one process: one holder at a time,
+ * the others in the order they asked; a grant arrives a turn of the event loop later, as a
+ * message would.
+ */
+class TurnKeeper {
+  holder: string | undefined;
+  readonly waiting: { name: string; granted: () => void }[] = [];
+  readonly grants: string[] = [];
+
+  turnFor(name: string): WriteTurn {
+    return {
+      request: (granted) => {
+        if (this.holder === undefined) this.#grant(name, granted);
+        else this.waiting.push({ name, granted });
+      },
+      release: () => {
+        assert.equal(this.holder, name, 'only the holder hands the turn on');
+        this.holder = undefined;
+        const next = this.waiting.shift();
+        if (next !== undefined) this.#grant(next.name, next.granted);
+      },
+    };
+  }
+
+  #grant(name: string, granted: () => void): void {
+    this.holder = name;
+    this.grants.push(name);
+    setImmediate(granted);
+  }
+}
+
+describe('SqliteWriteBatcher with a write turn shared by two processes', () => {
+  const directory = mkdtempSync(join(tmpdir(), 'tessera-batcher-turn-'));
+  after(() => rmSync(directory, { recursive: true, force: true }));
+  let files = 0;
+  let first: Database.Database;
+  let second: Database.Database;
+
+  beforeEach(() => {
+    const path = join(directory, `turn-${++files}.sqlite`);
+    // No busy handler: a BEGIN that found the other connection's lock would fail at once.
+    first = prepareDatabase(new Database(path, { timeout: 0 }));
+    first.pragma('journal_mode = WAL');
+    second = new Database(path, { timeout: 0 });
+  });
+
+  afterEach(() => {
+    second.close();
+    first.close();
+  });
+
+  it("takes both writers' bursts one transaction at a time, each begun only with the turn, refusing none", async () => {
+    const keeper = new TurnKeeper();
+    const begunWithoutTurn: string[] = [];
+    const writer = (db: Database.Database, name: string) => {
+      const batcher = new SqliteWriteBatcher(db, { writeTurn: keeper.turnFor(name) });
+      const insert = db.prepare('insert into items (name) values (?)');
+      return (n: number) =>
+        batcher.run(() => {
+          if (keeper.holder !== name) begunWithoutTurn.push(name);
+          return [insert.run(`${name}-${n}`).changes];
+        });
+    };
+    const one = writer(first, 'one');
+    const two = writer(second, 'two');
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, n) => (n % 2 === 0 ? one(n) : two(n))),
+    );
+    assert.equal(results.length, 300);
+    assert.deepEqual(begunWithoutTurn, []);
+    assert.equal(itemNames(first).length, 300);
+    assert.equal(keeper.holder, undefined, 'the turn was handed back');
+    assert.ok(keeper.grants.includes('one') && keeper.grants.includes('two'));
+  });
+
+  it('gathers the writes queued while it waits for the turn into the batch written with it', async () => {
+    const keeper = new TurnKeeper();
+    const batcher = new SqliteWriteBatcher(first, { writeTurn: keeper.turnFor('one') });
+    const commits: number[] = [];
+    batcher.observers.push({ committed: () => commits.push(1) });
+    // The sibling holds the turn while three turns of this process's event loop queue writes.
+    const sibling = keeper.turnFor('two');
+    sibling.request(() => {});
+    const written: Promise<number[]>[] = [];
+    for (let turn = 0; turn < 3; turn += 1) {
+      written.push(batcher.run(insertItem(first, `item-${turn}`)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    sibling.release();
+    await Promise.all(written);
+    assert.equal(commits.length, 1);
+    assert.deepEqual(itemNames(second), ['item-0', 'item-1', 'item-2']);
+  });
+
+  it('writes without the turn when it never comes (the primary gone), as SQLite keeps writers apart', async () => {
+    const lost: WriteTurn = { request: () => {}, release: () => assert.fail('never granted') };
+    const batcher = new SqliteWriteBatcher(first, { writeTurn: lost });
+    assert.deepEqual(await batcher.run(insertItem(first, 'a')), [1]);
+    assert.deepEqual(itemNames(second), ['a']);
+  });
+
+  it('waits on its timer for a process outside the turn that holds the lock, then writes', async () => {
+    const keeper = new TurnKeeper();
+    const batcher = new SqliteWriteBatcher(first, { writeTurn: keeper.turnFor('one') });
+    // A CLI command's transaction on the same file.
+    second.exec('BEGIN IMMEDIATE');
+    const written = batcher.run(insertItem(first, 'a'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    second.exec('COMMIT');
+    assert.deepEqual(await written, [1]);
+    assert.deepEqual(itemNames(second), ['a']);
+    assert.equal(keeper.holder, undefined, 'the turn was not kept while waiting for the lock');
   });
 });

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../errors.js';
+import type { WriteTurn } from '../sql/commit-listeners.js';
 import type { StoreObserver } from '../store.js';
 import { isBusy, translateSqliteError } from './sqlite-errors.js';
 
@@ -18,7 +19,15 @@ type Outcome = { ok: true; value: number[] } | { ok: false; error: unknown };
 export interface WriteBatcherOptions {
   /** How long a write waits for the write lock held by another process, then fails (503). */
   lockWaitMs?: number;
+  /** The sibling processes' write turn (IAM_WORKERS), when several serve the same file. */
+  writeTurn?: WriteTurn;
 }
+
+/**
+ * How long a batch waits for the write turn before it writes without it (SQLite's lock still
+ * keeps the writers apart): a turn that got lost (the primary gone) costs this much, no more.
+ */
+const TURN_WAIT_MS = 250;
 
 /** How long a write waits for another process's write lock unless told otherwise. */
 export const DEFAULT_LOCK_WAIT_MS = 2000;
@@ -38,6 +47,13 @@ const MAX_BATCH = 500;
  * When another process holds the write lock (a CLI command, a backup), the batch waits on a
  * timer, not in SQLite's busy handler, so reads and health checks keep being answered.
  *
+ * Workers of one cluster (IAM_WORKERS) serving the same file take the lock in turns (WriteTurn):
+ * a batch is begun once its process holds the turn, and the turn is handed on right after the
+ * COMMIT. Without it, a worker that found its sibling's lock slept in SQLite's busy handler
+ * with its event loop blocked (1, 2, 5 ms… up to SQLITE_BUSY_SPIN_MS), then on the timer; with
+ * it, the worker goes on serving while it waits, and the writes that arrive meanwhile join its
+ * batch.
+ *
  * A write's `afterwards` statements (its audit events) run once every savepoint of the batch
  * is released, in the order of the writes, in the same transaction: with their write or not at
  * all. Inside a savepoint, SQLite first copies every page a statement changes to the
@@ -55,6 +71,11 @@ export class SqliteWriteBatcher {
   #idle: Promise<void> = Promise.resolve();
   #markIdle: () => void = () => {};
   readonly #lockWaitMs: number;
+  readonly #writeTurn: WriteTurn | undefined;
+  /** A request for the turn is out, not yet granted. */
+  #turnRequested = false;
+  /** A batch waits for the turn (flush deferred); its fallback timer. */
+  #turnTimer: NodeJS.Timeout | undefined;
   readonly #statements;
   /** Told how long each COMMIT took (metrics). */
   readonly observers: StoreObserver[] = [];
@@ -64,6 +85,7 @@ export class SqliteWriteBatcher {
     options: WriteBatcherOptions = {},
   ) {
     this.#lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+    this.#writeTurn = options.writeTurn;
     this.#statements = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -106,8 +128,38 @@ export class SqliteWriteBatcher {
       this.#busy = true;
       this.#idle = new Promise((markIdle) => (this.#markIdle = markIdle));
     }
-    if (delayMs === 0) setImmediate(() => this.#flush());
-    else setTimeout(() => this.#flush(), delayMs);
+    const flush = () => (this.#writeTurn === undefined ? this.#flush() : this.#awaitTurn());
+    if (delayMs === 0) setImmediate(flush);
+    else setTimeout(flush, delayMs);
+  }
+
+  /**
+   * With sibling processes: the batch is written once this process holds the write turn;
+   * writes queued meanwhile join it. Without a grant within TURN_WAIT_MS, it is written anyway.
+   */
+  #awaitTurn(): void {
+    this.#turnTimer ??= setTimeout(() => {
+      this.#turnTimer = undefined;
+      this.#flush();
+    }, TURN_WAIT_MS);
+    if (this.#turnRequested) return;
+    this.#turnRequested = true;
+    this.#writeTurn!.request(() => this.#turnGranted());
+  }
+
+  #turnGranted(): void {
+    this.#turnRequested = false;
+    // No batch waits when the fallback timer wrote it already: the turn goes straight back.
+    const waiting = this.#turnTimer !== undefined;
+    clearTimeout(this.#turnTimer);
+    this.#turnTimer = undefined;
+    try {
+      if (waiting) this.#flush();
+    } finally {
+      // Handed on right after the COMMIT: the sibling writes while this process gathers its
+      // next batch (#flush scheduled it, if any).
+      this.#writeTurn!.release();
+    }
   }
 
   #flush(): void {
