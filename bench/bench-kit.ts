@@ -14,16 +14,30 @@ export const POSTGRES_URL =
   process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** The value at percentile `p` of ascending `sorted` values (0 when there are none). */
-/** Node's flags in `npm start` (`exec node <flags> dist/main.js`): a bench's server runs as it does. */
-export const START_FLAGS = (
-  (
-    JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
-      scripts: { start: string };
-    }
-  ).scripts.start.match(/node (.*)dist\/main\.js/)?.[1] ?? ''
-)
+const START_SCRIPT = (
+  JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  }
+).scripts.start;
+
+/**
+ * Node's flags in `npm start` (`exec env NAME=value… node <flags> dist/main.js`): a bench's
+ * server runs as it does.
+ */
+export const START_FLAGS = (START_SCRIPT.match(/node (.*)dist\/main\.js/)?.[1] ?? '')
   .split(' ')
   .filter((flag) => flag !== '');
+
+/** The environment `npm start` sets before node (`env NAME=value…`), e.g. glibc's malloc settings. */
+export const START_ENV: Record<string, string> = Object.fromEntries(
+  (START_SCRIPT.match(/\benv ((?:[A-Z_][A-Z0-9_]*=\S* )+)node /)?.[1] ?? '')
+    .split(' ')
+    .filter((assignment) => assignment !== '')
+    .map((assignment) => [
+      assignment.slice(0, assignment.indexOf('=')),
+      assignment.slice(assignment.indexOf('=') + 1),
+    ]),
+);
 
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;

@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import pg from 'pg';
 import { type ServerProcess, repository, startServerProcess } from '../test/run-server.js';
-import { POSTGRES_URL, START_FLAGS, onFreshDatabase, percentile } from './bench-kit.js';
+import { POSTGRES_URL, START_ENV, START_FLAGS, onFreshDatabase, percentile } from './bench-kit.js';
 
 const USERS = Number(process.env.BENCH_IMPORT_USERS ?? 1_000_000);
 const GET_RATE = Number(process.env.BENCH_GET_RATE ?? 100);
@@ -219,6 +219,7 @@ async function benchStore(store: string, directory: string, file: string) {
         join(repository, 'dist/main.js'),
       ],
       {
+        ...START_ENV,
         DATABASE_URL: databaseUrl,
         IAM_DATA_DIR: mkdtempSync(join(directory, 'data-')),
         IAM_BOOTSTRAP_API_KEY: KEY,

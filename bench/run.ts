@@ -17,6 +17,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import {
   type Inspector,
+  START_ENV,
   START_FLAGS,
   connectInspector,
   cpuTimeOf,
@@ -781,6 +782,7 @@ async function benchServer(
       process.execPath,
       [...START_FLAGS, ...nodeArgs, 'dist/main.js'],
       {
+        ...START_ENV,
         DATABASE_URL: prepared.databaseUrl,
         IAM_BOOTSTRAP_API_KEY: apiKey,
         IAM_DATA_DIR: dataDir,
