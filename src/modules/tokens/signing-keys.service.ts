@@ -358,10 +358,15 @@ export class SigningKeys {
 }
 
 /**
- * JWS compact serialization (RFC 7515 §7.1) over node:crypto, whose callback form signs on
- * libuv's thread pool. Verification, where the security lies, is jose's (outside tokens, and
- * every algorithm's tokens in the tests); signing is done here because jose's signing path
- * costs about 70 µs of event-loop time per token against 20 µs for this (docs/decisions.md).
+ * JWS compact serialization (RFC 7515 §7.1) over node:crypto. An ES256 signature (the default)
+ * is made synchronously, on the event loop: about 30 µs of it, but less CPU in all than handing
+ * it to libuv's thread pool, whose hand-over and wake-up cost a busy 2-core machine more than
+ * the signature (bench/README.md, "Tokens on PostgreSQL"). RS256, whose RSA-2048 signature
+ * costs several hundred µs, and EdDSA (not measured so) are signed on the pool through
+ * node:crypto's callback form. Verification, where the security lies, is jose's
+ * (outside tokens, and every algorithm's tokens in the tests); signing is done here because
+ * jose's signing path costs about 70 µs of event-loop time per token against 20 µs for this
+ * (docs/decisions.md).
  * ECDSA signatures are r ‖ s, as RFC 7518 §3.4 requires; RSA is PKCS #1 v1.5.
  *
  * The key is handed over as the KeyObject itself, and an ECDSA signature converted from DER
@@ -381,9 +386,18 @@ function compactSigner(
     algorithm === 'ES256'
       ? (signature: Buffer) => ecdsaDerToJose(signature, 32)
       : (signature: Buffer) => signature;
+  const encodeClaims = (claims: Record<string, unknown>) =>
+    `${encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  if (algorithm === 'ES256') {
+    return (claims) => {
+      const input = encodeClaims(claims);
+      const signature = sign(digest, Buffer.from(input), key);
+      return Promise.resolve(`${input}.${encode(signature).toString('base64url')}`);
+    };
+  }
   return (claims) =>
     new Promise((resolve, reject) => {
-      const input = `${encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+      const input = encodeClaims(claims);
       sign(digest, Buffer.from(input), key, (error, signature) => {
         if (error !== null) reject(error);
         else resolve(`${input}.${encode(signature).toString('base64url')}`);
