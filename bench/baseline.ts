@@ -18,13 +18,20 @@
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { type Inspector, connectInspector, cpuTimeOf, profiledRun } from './bench-kit.js';
+import {
+  type Inspector,
+  START_ENV,
+  START_FLAGS,
+  connectInspector,
+  cpuTimeOf,
+  profiledRun,
+} from './bench-kit.js';
 import { newVersion } from '../src/modules/conditional-writes.js';
 import type { Store, UserRecord } from '../src/store/store.js';
 import type { ProfiledRun } from './profile-steps.js';
@@ -52,16 +59,6 @@ const SEED_BATCH = 10_000;
 const CLIENT_ID = 'bench-app';
 const PROVIDER = 'google_oauth2';
 const PREFIX = '/iam/api/v1';
-const START_FLAGS = (
-  (
-    JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
-      scripts: { start: string };
-    }
-  ).scripts.start.match(/node (.*)dist\/main\.js/)?.[1] ?? ''
-)
-  .split(' ')
-  .filter((flag) => flag !== '');
-
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -432,6 +429,7 @@ async function benchStore(kind: string, builds: { candidate: Build; baseline: Bu
           build.main,
         ],
         {
+          ...START_ENV,
           DATABASE_URL: database.url,
           IAM_BOOTSTRAP_API_KEY: apiKey,
           IAM_DATA_DIR: join(dataDir, which),
