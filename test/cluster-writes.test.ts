@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { WriteTurnKeeper } from '../src/cluster/cluster-primary.js';
+import { workerPids, workersOf } from './cluster-logs.js';
 import { applicationBody, userBody } from './helpers.js';
 import { type ServerProcess, serverEntry, startServerProcess } from './server-process.js';
 
@@ -62,44 +63,6 @@ function send(server: ServerProcess, method: string, path: string, body?: unknow
     outgoing.setTimeout(10_000, () => outgoing.destroy());
     outgoing.end(payload);
   });
-}
-
-interface LogLine {
-  msg?: string;
-  worker?: number;
-  pid?: number;
-  request_id?: string;
-}
-
-function logLines(server: ServerProcess): LogLine[] {
-  return server
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as LogLine);
-}
-
-/** The workers whose access-log lines carry these calls' request ids. */
-async function workersOf(server: ServerProcess, answers: Answer[]): Promise<Set<number>> {
-  const ids = new Set(answers.map((answer) => answer.requestId));
-  for (let waited = 0; ; waited += 20) {
-    const lines = logLines(server).filter(
-      (line) => line.request_id !== undefined && ids.has(line.request_id),
-    );
-    if (lines.length >= ids.size) return new Set(lines.map((line) => line.worker!));
-    assert.ok(waited < 5_000, 'the access log does not name a worker for every call');
-    await sleep(20);
-  }
-}
-
-function workerPids(server: ServerProcess): Map<number, number> {
-  const pids = new Map<number, number>();
-  for (const line of logLines(server)) {
-    if (line.msg === 'Tessera is serving' && line.worker !== undefined) {
-      pids.set(line.worker, line.pid!);
-    }
-  }
-  return pids;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { logLines, servedBy, workerPids, workersOf } from './cluster-logs.js';
 import { applicationBody, userBody } from './helpers.js';
 import { createTestSchema, databaseUrlFor, dropSchema, skipWithoutPostgres } from './postgres.js';
 import { type ServerProcess, serverEntry, startServerProcess } from './server-process.js';
@@ -75,47 +76,6 @@ function send(
     outgoing.on('error', reject);
     outgoing.end(payload);
   });
-}
-
-interface LogLine {
-  msg?: string;
-  worker?: number;
-  pid?: number;
-  request_id?: string;
-}
-
-function logLines(server: ServerProcess): LogLine[] {
-  return server
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as LogLine);
-}
-
-/** The worker whose access-log line has this request id (the line may follow the answer). */
-async function servedBy(server: ServerProcess, requestId: string): Promise<number> {
-  for (let waited = 0; ; waited += 20) {
-    const line = logLines(server).find((each) => each.request_id === requestId);
-    if (line?.worker !== undefined) return line.worker;
-    assert.ok(waited < 5_000, `no access-log line names a worker for ${requestId}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** The workers that answered these calls. */
-async function workersOf(server: ServerProcess, answers: Answer[]): Promise<Set<number>> {
-  return new Set(await Promise.all(answers.map((answer) => servedBy(server, answer.requestId))));
-}
-
-/** The pid of each worker, as its latest "Tessera is serving" line says. */
-function workerPids(server: ServerProcess): Map<number, number> {
-  const pids = new Map<number, number>();
-  for (const line of logLines(server)) {
-    if (line.msg === 'Tessera is serving' && line.worker !== undefined) {
-      pids.set(line.worker, line.pid!);
-    }
-  }
-  return pids;
 }
 
 /** Calls on new connections until both workers have answered one (caches warmed on both). */
