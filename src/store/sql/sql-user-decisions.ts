@@ -46,12 +46,39 @@ const APPLICATION_COLUMNS = [
 ] as const satisfies readonly (keyof ApplicationsTable)[];
 
 /** The value, and every object and array in it, frozen (a record shared between callers). */
-export function deepFreeze<T>(value: T): T {
+function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const member of Object.values(value)) deepFreeze(member);
   }
   return value;
+}
+
+/**
+ * Application records by client_id, each kept while its version (etag) is the one last read,
+ * so a read that finds the same version does not parse the row's JSON columns again. The
+ * version is read in the same statement as what the record is used with, so a change made
+ * through any instance is seen by the very next read. Records are shared between callers, so
+ * they are frozen, JSON members included.
+ */
+export class ApplicationRecords {
+  readonly #kept = new Map<string, ApplicationRecord>();
+
+  /** The record kept for this version of the application, or undefined. */
+  current(clientId: string, etag: string): ApplicationRecord | undefined {
+    const kept = this.#kept.get(clientId);
+    return kept !== undefined && kept.etag === etag ? kept : undefined;
+  }
+
+  /** The record of this row: the kept one when its version is the same, else made and kept. */
+  of(row: Parameters<typeof toApplicationRecord>[0]): ApplicationRecord {
+    const kept = this.current(row.client_id, row.etag);
+    if (kept !== undefined) return kept;
+    const application = deepFreeze(toApplicationRecord(row));
+    if (this.#kept.size >= APPLICATIONS_KEPT) this.#kept.clear();
+    this.#kept.set(row.client_id, application);
+    return application;
+  }
 }
 
 type UserAlias = `user_${(typeof USER_RECORD_COLUMNS)[number]}`;
@@ -72,10 +99,11 @@ const USER_COLUMNS = {
 export class SqlUserDecisionReads {
   /** Compiled by shape: how many identities and how many ids the statement names. */
   readonly #withUsers = new Map<string, (...args: unknown[]) => CompiledQuery>();
-  /** The last record made of each application's row, by client_id (applicationOf). */
-  readonly #applications = new Map<string, ApplicationRecord>();
-
-  constructor(private readonly sql: SqlExecutor) {}
+  constructor(
+    private readonly sql: SqlExecutor,
+    /** Shared with the token read (SqlUserRepository), which keeps records the same way. */
+    private readonly applications: ApplicationRecords = new ApplicationRecords(),
+  ) {}
 
   async findApplicationWithUsers(
     clientId: string,
@@ -144,19 +172,9 @@ export class SqlUserDecisionReads {
     return application === undefined ? undefined : { application, users };
   }
 
-  /**
-   * The application's record from its row: the one made from the same version (etag) before,
-   * when there is one, so a batch of decisions does not parse its JSON columns again. A new
-   * version is read from the same statement as the users, so it is seen by the very next call.
-   * The records are shared between calls, so they are frozen, JSON members included.
-   */
+  /** The application's record from its row (ApplicationRecords). */
   private applicationOf(row: Parameters<typeof toApplicationRecord>[0]): ApplicationRecord {
-    const kept = this.#applications.get(row.client_id);
-    if (kept !== undefined && kept.etag === row.etag) return kept;
-    const application = deepFreeze(toApplicationRecord(row));
-    if (this.#applications.size >= APPLICATIONS_KEPT) this.#applications.clear();
-    this.#applications.set(row.client_id, application);
-    return application;
+    return this.applications.of(row);
   }
 
   /**

@@ -23,7 +23,6 @@ import {
   type UserRow,
   normalizeEmail,
   parseStringArray,
-  toApplicationRecord,
   toEventRow,
   toUserRecord,
   toUserRow,
@@ -37,7 +36,7 @@ import {
   storedType,
 } from './sql-user-query.js';
 import { type UsersTable, decodeUserKey, encodeUserKey, providerKeyRange } from './tables.js';
-import { SqlUserDecisionReads, deepFreeze } from './sql-user-decisions.js';
+import { ApplicationRecords, SqlUserDecisionReads } from './sql-user-decisions.js';
 
 // Rows per INSERT statement: 18 parameters a row stays below SQLite's limit of 32,766 bound
 // parameters and PostgreSQL's of 65,535.
@@ -48,9 +47,6 @@ const BULK_INSERT_SHAPES_KEPT = 16;
 const IDS_PER_SELECT = 500;
 // Distinct query shapes kept compiled; past this many the cache starts over.
 const QUERY_SHAPES_KEPT = 500;
-// Application records kept for the token read (findApplicationWithTokenUser), by client_id;
-// past this many the memory starts over.
-const TOKEN_APPLICATIONS_KEPT = 1000;
 
 /** Every column of a users row, in the order precompiled writes bind them. */
 const ROW_COLUMNS = [
@@ -185,11 +181,11 @@ export class SqlUserRepository implements UserRepository {
   readonly #decisions: SqlUserDecisionReads;
   readonly #findTokenUser;
   readonly #findApplication;
-  /** The last record made of each application's row, by client_id (the token read's). */
-  readonly #tokenApplications = new Map<string, ApplicationRecord>();
+  /** Application records by version, shared by the token read and the decisions' reads. */
+  readonly #applications = new ApplicationRecords();
 
   constructor(private readonly sql: SqlExecutor) {
-    this.#decisions = new SqlUserDecisionReads(sql);
+    this.#decisions = new SqlUserDecisionReads(sql, this.#applications);
     // The application's version and what a token reads of the user: one row of 9 values where
     // the application's row and the whole user's took two rows of 27 columns, whose
     // description the driver parses on every statement.
@@ -362,14 +358,12 @@ export class SqlUserRepository implements UserRepository {
       this.#findTokenUser(clientId, encodeUserKey(identity.provider, identity.identifier)),
     );
     if (row === undefined) return undefined;
-    let application = this.#tokenApplications.get(clientId);
-    if (application === undefined || application.etag !== row.application_etag) {
+    let application = this.#applications.current(clientId, row.application_etag);
+    if (application === undefined) {
       // A version not seen before (first read, or the application changed): its whole row.
       const [whole] = await this.sql.select(this.#findApplication(clientId));
       if (whole === undefined) return undefined;
-      application = deepFreeze(toApplicationRecord(whole));
-      if (this.#tokenApplications.size >= TOKEN_APPLICATIONS_KEPT) this.#tokenApplications.clear();
-      this.#tokenApplications.set(clientId, application);
+      application = this.#applications.of(whole);
     }
     // The user's columns are null when the join found no user (provider is never null).
     if (row.provider === null) return { application, user: undefined };
